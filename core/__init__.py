@@ -1,0 +1,1 @@
+"""The authoritative core: inventory, holds, accounts, migrations."""

@@ -1,0 +1,95 @@
+"""Build the core Starlette app from settings (nothing is built at import time)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core import accounts, events, holds
+from core.config import Settings
+from core.db import Database, create_pool
+from core.metrics import Metrics, metrics_endpoint
+from core.openapi import openapi_endpoint
+from core.problems import Problem, ProblemResponse, http_exception_handler, problem_handler
+from core.sessions import SessionCodec
+from core.sweeper import run_sweeper
+
+log = logging.getLogger("onsale.core")
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return ProblemResponse(Problem(500, "internal_error"))
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        await conn.fetchval("SELECT 1")
+    return JSONResponse({"status": "ready"})
+
+
+def core_routes() -> list[Any]:
+    return [
+        *accounts.routes,
+        *events.routes,
+        *holds.routes,
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/openapi.json", openapi_endpoint, methods=["GET"]),
+    ]
+
+
+def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
+    """The core tier. ``sweeper`` also runs the expiry sweeper in this process."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        pool = await create_pool(settings)
+        app.state.db = Database(pool, settings.db_acquire_timeout)
+        task = None
+        if sweeper:
+            task = asyncio.create_task(
+                run_sweeper(pool, app.state.metrics, settings.sweep_interval, settings.sweep_batch)
+            )
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await pool.close()
+
+    app = Starlette(
+        routes=core_routes(),
+        middleware=[Middleware(GZipMiddleware, minimum_size=2048)],
+        exception_handlers={
+            Problem: problem_handler,
+            HTTPException: http_exception_handler,
+            Exception: internal_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    app.state.sessions = SessionCodec(
+        settings.secret_key, settings.session_max_age, settings.cookie_secure
+    )
+    return app

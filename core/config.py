@@ -1,0 +1,98 @@
+"""Settings read from environment variables (documented in docs/configuration.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or malformed."""
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    redis_url: str | None
+    secret_key: str
+    admin_token: str
+    hold_ttl_seconds: int = 300
+    max_tickets_per_account: int = 6
+    max_seats_per_hold: int = 6
+    db_pool_min: int = 2
+    db_pool_max: int = 20
+    db_acquire_timeout: float = 2.0
+    db_statement_timeout_ms: int = 5000
+    sweep_interval: float = 1.0
+    sweep_batch: int = 500
+    cookie_secure: bool = False
+    session_max_age: int = 12 * 3600
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        database_url = env.get("DATABASE_URL", "")
+        if not database_url:
+            raise ConfigError("DATABASE_URL is not set (onsale dev starts its own PostgreSQL)")
+        secret = env.get("ONSALE_SECRET_KEY", "")
+        if len(secret) < 16:
+            raise ConfigError("ONSALE_SECRET_KEY must be set to at least 16 characters")
+        admin = env.get("ONSALE_ADMIN_TOKEN", "")
+        if len(admin) < 16:
+            raise ConfigError("ONSALE_ADMIN_TOKEN must be set to at least 16 characters")
+        return cls(
+            database_url=database_url,
+            redis_url=env.get("REDIS_URL") or None,
+            secret_key=secret,
+            admin_token=admin,
+            hold_ttl_seconds=_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
+            max_tickets_per_account=_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
+            max_seats_per_hold=_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
+            db_pool_min=_int(env, "ONSALE_DB_POOL_MIN", 2, 0, 1000),
+            db_pool_max=_int(env, "ONSALE_DB_POOL_MAX", 20, 1, 1000),
+            db_acquire_timeout=_float(env, "ONSALE_DB_ACQUIRE_TIMEOUT", 2.0),
+            db_statement_timeout_ms=_int(env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600000),
+            sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
+            sweep_batch=_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
+            cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
+            session_max_age=_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
+        )

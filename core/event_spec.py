@@ -1,0 +1,95 @@
+"""Pure validation of an event creation request (operators, tests, the demo)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from core.layout import DEFAULT_TIERS
+from core.problems import Problem
+
+MAX_SEATS = 500_000
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    name: str
+    seats: int
+    hold_ttl_seconds: int
+    max_tickets_per_account: int
+    max_seats_per_hold: int
+    onsale_at: datetime
+    starts_at: datetime
+    venue_name: str
+    currency: str
+    tiers: tuple[tuple[str, int], ...]
+
+
+def _bad(detail: str) -> Problem:
+    return Problem(400, "invalid_request", detail=detail)
+
+
+def _int(body: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:
+    value = body.get(name, default)
+    if type(value) is not int or not lo <= value <= hi:
+        raise _bad(f"{name} must be an integer from {lo} to {hi}.")
+    return value
+
+
+def _time(body: dict[str, Any], name: str, default: datetime) -> datetime:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _bad(f"{name} must be an ISO 8601 time.")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _bad(f"{name} must be an ISO 8601 time.") from None
+    if parsed.tzinfo is None:
+        raise _bad(f"{name} must include a time zone (for example 'Z').")
+    return parsed
+
+
+def parse_event_spec(
+    body: dict[str, Any], *, default_ttl: int, default_limit: int, default_max_hold: int,
+    now: datetime | None = None,
+) -> EventSpec:
+    now = now or datetime.now(UTC)
+    name = body.get("name")
+    if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
+        raise _bad("name must be 1 to 200 characters.")
+    venue = body.get("venue_name", "Main Arena")
+    if not isinstance(venue, str) or not 1 <= len(venue) <= 200:
+        raise _bad("venue_name must be 1 to 200 characters.")
+    currency = body.get("currency", "USD")
+    if not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha():
+        raise _bad("currency must be a three-letter ISO 4217 code.")
+    raw_tiers = body.get("price_tiers")
+    if raw_tiers is None:
+        tiers = DEFAULT_TIERS
+    else:
+        if not isinstance(raw_tiers, list) or not 1 <= len(raw_tiers) <= 10:
+            raise _bad("price_tiers must be a list of 1 to 10 tiers.")
+        parsed: list[tuple[str, int]] = []
+        for tier in raw_tiers:
+            if (not isinstance(tier, dict) or not isinstance(tier.get("name"), str)
+                    or type(tier.get("price_minor")) is not int or tier["price_minor"] < 0):
+                raise _bad("each price tier is {name, price_minor} with price_minor >= 0.")
+            parsed.append((tier["name"], tier["price_minor"]))
+        tiers = tuple(parsed)
+    onsale_at = _time(body, "onsale_at", now)
+    starts_at = _time(body, "starts_at", onsale_at + timedelta(days=30))
+    return EventSpec(
+        name=name.strip(),
+        seats=_int(body, "seats", 50_000, 1, MAX_SEATS),
+        hold_ttl_seconds=_int(body, "hold_ttl_seconds", default_ttl, 1, 3600),
+        max_tickets_per_account=_int(body, "max_tickets_per_account", default_limit, 1, 100),
+        max_seats_per_hold=_int(body, "max_seats_per_hold", default_max_hold, 1, 100),
+        onsale_at=onsale_at,
+        starts_at=starts_at,
+        venue_name=venue,
+        currency=currency.upper(),
+        tiers=tiers,
+    )

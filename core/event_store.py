@@ -1,0 +1,35 @@
+"""Creating an event: layout, tiers, inventory, and the venue document, in one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.db import queries
+from core.event_spec import EventSpec
+from core.layout import generate, venue_document
+
+
+async def create_event(conn: Any, spec: EventSpec) -> int:
+    q = queries("events")
+    seats = generate(spec.seats, tiers=len(spec.tiers))
+    async with conn.transaction():
+        event_id: int = await conn.fetchval(
+            q["insert_event"], spec.name, spec.venue_name, spec.starts_at, spec.onsale_at,
+            spec.currency, spec.hold_ttl_seconds, spec.max_tickets_per_account,
+            spec.max_seats_per_hold, len(seats),
+        )
+        tiers = []
+        for tier_id, (name, price) in enumerate(spec.tiers, start=1):
+            await conn.execute(q["insert_tier"], event_id, tier_id, name, price)
+            tiers.append({"tier_id": tier_id, "name": name, "price_minor": price})
+        await conn.copy_records_to_table(
+            "seats",
+            columns=["event_id", "seat_id", "section", "row_label", "number", "x", "y",
+                     "tier_id", "rank"],
+            records=[(event_id, s.seat_id, s.section, s.row_label, s.number, s.x, s.y,
+                      s.tier_id, s.rank) for s in seats],
+        )
+        await conn.execute(q["fill_inventory"], event_id)
+        body, etag = venue_document(event_id, seats, tiers)
+        await conn.execute(q["insert_layout"], event_id, etag, body)
+    return event_id

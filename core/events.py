@@ -1,0 +1,97 @@
+"""Event routes: list, read, the static venue layout, and operator creation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core.config import Settings
+from core.db import Database, queries
+from core.event_spec import parse_event_spec
+from core.event_store import create_event
+from core.inputs import int_path, json_object
+from core.problems import Problem
+from core.sessions import require_admin
+
+
+def _iso(value: Any) -> str:
+    return str(value.isoformat().replace("+00:00", "Z"))
+
+
+def event_json(row: Any) -> dict[str, Any]:
+    return {
+        "event_id": row["event_id"],
+        "name": row["name"],
+        "venue_name": row["venue_name"],
+        "starts_at": _iso(row["starts_at"]),
+        "onsale_at": _iso(row["onsale_at"]),
+        "currency": row["currency"],
+        "seat_count": row["seat_count"],
+        "hold_ttl_seconds": row["hold_ttl_seconds"],
+        "max_tickets_per_account": row["max_tickets_per_account"],
+        "max_seats_per_hold": row["max_seats_per_hold"],
+        "price_tiers": row["tiers"] or [],
+        "links": {
+            "venue": f"/api/events/{row['event_id']}/venue",
+            "holds": f"/api/events/{row['event_id']}/holds",
+        },
+    }
+
+
+async def list_events(request: Request) -> Response:
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        rows = await conn.fetch(queries("events")["list_events"])
+    return JSONResponse({"events": [event_json(r) for r in rows]})
+
+
+async def get_event(request: Request) -> Response:
+    event_id = int_path(request, "event_id", "event_not_found")
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        row = await conn.fetchrow(queries("events")["get_event"], event_id)
+    if row is None:
+        raise Problem(404, "event_not_found")
+    return JSONResponse(event_json(row))
+
+
+async def get_venue(request: Request) -> Response:
+    event_id = int_path(request, "event_id", "event_not_found")
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        row = await conn.fetchrow(queries("events")["get_layout"], event_id)
+    if row is None:
+        raise Problem(404, "event_not_found")
+    etag = f'"{row["etag"]}"'
+    headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable"}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(row["body"], media_type="application/json", headers=headers)
+
+
+async def post_event(request: Request) -> Response:
+    require_admin(request)
+    settings: Settings = request.app.state.settings
+    spec = parse_event_spec(
+        await json_object(request),
+        default_ttl=settings.hold_ttl_seconds,
+        default_limit=settings.max_tickets_per_account,
+        default_max_hold=settings.max_seats_per_hold,
+    )
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        event_id = await create_event(conn, spec)
+        row = await conn.fetchrow(queries("events")["get_event"], event_id)
+    return JSONResponse(event_json(row), status_code=201,
+                        headers={"Location": f"/api/events/{event_id}"})
+
+
+routes = [
+    Route("/api/events", list_events, methods=["GET"]),
+    Route("/api/events/{event_id}", get_event, methods=["GET"]),
+    Route("/api/events/{event_id}/venue", get_venue, methods=["GET"]),
+    Route("/api/ops/events", post_event, methods=["POST"]),
+]

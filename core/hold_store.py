@@ -1,0 +1,98 @@
+"""Thin adapter from hold requests to the hold SQL functions (one round trip)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from core.db import queries
+from core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
+from core.metrics import Metrics
+from core.problems import Problem
+
+DEADLOCK_RETRIES = 3
+_STATUS_BY_CLASS = {"OS400": 400, "OS404": 404, "OS409": 409}
+
+
+@dataclass(frozen=True)
+class HoldOutcome:
+    status_code: int
+    body: dict[str, Any]
+    replayed: bool
+
+
+def problem_from_db(exc: asyncpg.PostgresError) -> Problem | None:
+    """Map a raised onsale SQLSTATE ('OSnnn', MESSAGE = code, DETAIL = JSON)."""
+    state = getattr(exc, "sqlstate", "") or ""
+    if state not in _STATUS_BY_CLASS:
+        return None
+    try:
+        extra = json.loads(getattr(exc, "detail", None) or "{}")
+    except ValueError:
+        extra = {}
+    if not isinstance(extra, dict):
+        extra = {}
+    return Problem(_STATUS_BY_CLASS[state], str(getattr(exc, "message", exc)), **extra)
+
+
+async def create_hold(
+    conn: Any,
+    metrics: Metrics,
+    event_id: int,
+    account_id: uuid.UUID,
+    key: str,
+    digest: str,
+    request: HoldRequest,
+) -> HoldOutcome:
+    """Run one hold decision; deadlocks (should one ever happen) are retried."""
+    q = queries("holds")
+    started = time.perf_counter()
+    code = "internal_error"
+    try:
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                if isinstance(request, SeatsRequest):
+                    row = await conn.fetchrow(
+                        q["hold_seats"], event_id, account_id, key, digest,
+                        list(request.seat_ids),
+                    )
+                else:
+                    assert isinstance(request, BestAvailableRequest)
+                    row = await conn.fetchrow(
+                        q["hold_best"], event_id, account_id, key, digest,
+                        request.quantity, request.section, request.together,
+                    )
+                break
+            except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                metrics.deadlock_retries.inc()
+                if attempt == DEADLOCK_RETRIES:
+                    raise
+            except asyncpg.UniqueViolationError as exc:
+                if getattr(exc, "constraint_name", "") == "holds_account_key_idx":
+                    raise Problem(
+                        409, "idempotency_conflict",
+                        detail="This key was used for an earlier hold whose record has expired.",
+                    ) from exc
+                raise
+            except asyncpg.PostgresError as exc:
+                problem = problem_from_db(exc)
+                if problem is None:
+                    raise
+                raise problem from exc
+        body = json.loads(row["body"]) if isinstance(row["body"], str) else row["body"]
+        replayed = bool(row["replayed"])
+        metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
+        code = "replayed" if replayed else "created"
+        return HoldOutcome(int(row["status_code"]), body, replayed)
+    except Problem as problem:
+        code = problem.code
+        raise
+    finally:
+        metrics.hold_latency.observe(time.perf_counter() - started)
+        metrics.hold_outcomes.labels(code=code).inc()
+

@@ -1,0 +1,49 @@
+"""Prometheus metrics for core, in a registry owned by the app (not global)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.hold_latency = Histogram(
+            "onsale_hold_seconds", "Hold decision latency, request to outcome",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.hold_outcomes = Counter(
+            "onsale_hold_outcomes_total", "Hold attempts by outcome code", ["code"], registry=r,
+        )
+        self.lock_wait = Histogram(
+            "onsale_hold_lock_wait_seconds", "Time spent waiting for seat row locks",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.deadlock_retries = Counter(
+            "onsale_deadlock_retries_total", "Hold transactions retried after a deadlock",
+            registry=r,
+        )
+        self.sweeper_backlog = Gauge(
+            "onsale_sweeper_backlog_holds", "Holds past their deadline not yet swept", registry=r,
+        )
+        self.oldest_overdue = Gauge(
+            "onsale_sweeper_oldest_overdue_seconds",
+            "Age of the oldest hold past its deadline", registry=r,
+        )
+        self.swept_seats = Counter(
+            "onsale_sweeper_released_seats_total", "Seats released by the sweeper", registry=r,
+        )
+        self.sweeper_errors = Counter(
+            "onsale_sweeper_errors_total", "Sweeper passes that failed", registry=r,
+        )
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    metrics: Metrics = request.app.state.metrics
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,361 @@
+-- 0002: the hold decision as one database round trip.
+--
+-- Every function raises a stable error (SQLSTATE class 'OS', MESSAGE = the
+-- problem code, DETAIL = JSON) so that a failed decision rolls back all of its
+-- writes, the idempotency reservation included. core/hold_store.py maps them.
+--
+-- Lock order, everywhere: idempotency row -> per-(event, account) advisory
+-- lock -> hold row -> seat rows in seat_id order. The sweeper takes hold and
+-- seat rows with SKIP LOCKED and never waits.
+
+-- Reserve the idempotency key, load the event and enforce size and the
+-- per-account limit. Returns the stored response when the key was used before.
+CREATE FUNCTION onsale_hold_prelude(
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_quantity integer,
+    OUT replay jsonb, OUT ttl integer, OUT currency char(3)
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_inserted integer;
+    v_prev record;
+    v_max_seats integer;
+    v_max_tickets integer;
+    v_current bigint;
+BEGIN
+    INSERT INTO idempotency_keys (account_id, key, digest)
+    VALUES (p_account_id, p_key, p_digest)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted = 0 THEN
+        SELECT digest, status_code, response INTO v_prev
+        FROM idempotency_keys WHERE account_id = p_account_id AND key = p_key;
+        IF v_prev.digest <> p_digest THEN
+            RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'idempotency_conflict',
+                DETAIL = '{}';
+        END IF;
+        replay := jsonb_build_object('status_code', v_prev.status_code, 'body', v_prev.response);
+        RETURN;
+    END IF;
+
+    SELECT e.hold_ttl_seconds, e.currency, e.max_seats_per_hold, e.max_tickets_per_account
+    INTO ttl, currency, v_max_seats, v_max_tickets
+    FROM events e WHERE e.event_id = p_event_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'event_not_found', DETAIL = '{}';
+    END IF;
+    IF p_quantity < 1 OR p_quantity > v_max_seats THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
+            DETAIL = jsonb_build_object('max_seats_per_hold', v_max_seats)::text;
+    END IF;
+
+    -- Serialise this account's holds for this event, then count what it owns.
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, p_event_id));
+    SELECT coalesce(sum(h.seat_count), 0) INTO v_current
+    FROM holds h
+    WHERE h.event_id = p_event_id AND h.account_id = p_account_id
+      AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
+           OR (h.status = 'HELD' AND h.expires_at > now()));
+    IF v_current + p_quantity > v_max_tickets THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
+            DETAIL = jsonb_build_object('limit', v_max_tickets, 'owned', v_current,
+                                        'requested', p_quantity)::text;
+    END IF;
+END $$;
+
+-- Write the hold on seats already locked by the caller (sorted ids).
+CREATE FUNCTION onsale_hold_commit(
+    p_event_id bigint, p_account_id uuid, p_key text, p_seat_ids integer[],
+    p_ttl integer, p_currency char(3)
+) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    v_hold_id uuid := uuidv7();
+    v_expires timestamptz := now() + make_interval(secs => p_ttl);
+    v_seats jsonb;
+    v_amount bigint;
+    v_body jsonb;
+BEGIN
+    UPDATE seat_inventory
+    SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
+        order_id = NULL, version = version + 1
+    WHERE event_id = p_event_id AND seat_id = ANY (p_seat_ids);
+
+    SELECT jsonb_agg(jsonb_build_object(
+               'seat_id', s.seat_id, 'section', s.section, 'row', s.row_label,
+               'number', s.number, 'tier', pt.name, 'price_minor', pt.price_minor)
+               ORDER BY s.seat_id),
+           sum(pt.price_minor)
+    INTO v_seats, v_amount
+    FROM seat_inventory si
+    JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
+    JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
+                       AND pt.price_version = si.price_version
+    WHERE si.event_id = p_event_id AND si.seat_id = ANY (p_seat_ids);
+
+    INSERT INTO holds (hold_id, event_id, account_id, idempotency_key, status, seat_ids, seats,
+                       seat_count, amount_minor, currency, expires_at)
+    VALUES (v_hold_id, p_event_id, p_account_id, p_key, 'HELD', p_seat_ids, v_seats,
+            cardinality(p_seat_ids), v_amount, p_currency, v_expires);
+
+    v_body := jsonb_build_object(
+        'hold_id', v_hold_id, 'event_id', p_event_id, 'status', 'HELD',
+        'expires_at', to_char(v_expires AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'seats', v_seats, 'amount_minor', v_amount, 'currency', p_currency);
+
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    VALUES (p_event_id, v_hold_id, 'hold.created', v_body);
+
+    UPDATE idempotency_keys
+    SET status_code = 201, response = v_body, resource_id = v_hold_id
+    WHERE account_id = p_account_id AND key = p_key;
+    RETURN v_body;
+END $$;
+
+-- Hold exactly these seats, all or nothing.
+CREATE FUNCTION onsale_hold(
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],
+    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
+    OUT replayed boolean
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_pre record;
+    v_sorted integer[];
+    v_found integer;
+    v_taken integer[];
+    v_t0 timestamptz;
+BEGIN
+    SELECT * INTO v_pre
+    FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, cardinality(p_seat_ids));
+    IF v_pre.replay IS NOT NULL THEN
+        status_code := (v_pre.replay ->> 'status_code')::integer;
+        body := v_pre.replay -> 'body';
+        lock_wait_ms := 0;
+        replayed := true;
+        RETURN;
+    END IF;
+
+    SELECT array_agg(DISTINCT x ORDER BY x) INTO v_sorted FROM unnest(p_seat_ids) AS x;
+    IF cardinality(v_sorted) <> cardinality(p_seat_ids) THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
+            DETAIL = '{"reason": "duplicate"}';
+    END IF;
+
+    -- Lock the requested rows in seat_id order (the sort runs below the lock).
+    v_t0 := clock_timestamp();
+    SELECT count(*),
+           array_agg(l.seat_id ORDER BY l.seat_id) FILTER (
+               WHERE NOT (l.status = 'AVAILABLE'
+                          OR (l.status = 'HELD' AND l.hold_expires_at <= now())))
+    INTO v_found, v_taken
+    FROM (SELECT si.seat_id, si.status, si.hold_expires_at
+          FROM seat_inventory si
+          WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted)
+          ORDER BY si.seat_id
+          FOR UPDATE) AS l;
+    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+
+    IF v_found <> cardinality(v_sorted) THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
+            DETAIL = jsonb_build_object('unknown_seat_ids', (
+                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
+                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
+                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
+    END IF;
+    IF v_taken IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
+            DETAIL = jsonb_build_object('unavailable_seat_ids', to_jsonb(v_taken))::text;
+    END IF;
+
+    body := onsale_hold_commit(p_event_id, p_account_id, p_key, v_sorted, v_pre.ttl, v_pre.currency);
+    status_code := 201;
+    replayed := false;
+END $$;
+
+-- Best available: the n best-ranked free seats (adjacent in one row when
+-- p_together), taken with SKIP LOCKED so concurrent shoppers do not queue
+-- behind the same candidates.
+CREATE FUNCTION onsale_hold_best(
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text,
+    p_quantity integer, p_section text, p_together boolean,
+    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
+    OUT replayed boolean
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_pre record;
+    v_ids integer[];
+    v_t0 timestamptz;
+BEGIN
+    SELECT * INTO v_pre
+    FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, p_quantity);
+    IF v_pre.replay IS NOT NULL THEN
+        status_code := (v_pre.replay ->> 'status_code')::integer;
+        body := v_pre.replay -> 'body';
+        lock_wait_ms := 0;
+        replayed := true;
+        RETURN;
+    END IF;
+
+    v_t0 := clock_timestamp();
+    WITH cand AS MATERIALIZED (
+        SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
+        FROM seats s
+        JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+        WHERE s.event_id = p_event_id
+          AND (p_section IS NULL OR s.section = p_section)
+          AND (si.status = 'AVAILABLE' OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+        ORDER BY s.rank
+        LIMIT CASE WHEN p_together THEN 400 ELSE p_quantity END
+        FOR UPDATE OF si SKIP LOCKED
+    ), runs AS (
+        SELECT c.*, c.number - row_number() OVER (
+                   PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
+        FROM cand c
+    ), groups AS (
+        SELECT min(r.rank) AS best_rank,
+               (array_agg(r.seat_id ORDER BY r.number))[1:p_quantity] AS ids
+        FROM runs r
+        GROUP BY r.section, r.row_label, r.grp
+        HAVING count(*) >= p_quantity
+    )
+    SELECT CASE WHEN p_together
+                THEN (SELECT g.ids FROM groups g ORDER BY g.best_rank LIMIT 1)
+                ELSE (SELECT array_agg(c.seat_id) FROM cand c) END
+    INTO v_ids;
+    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+
+    IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
+            DETAIL = jsonb_build_object('unavailable_seat_ids', '[]'::jsonb,
+                                        'best_available', true)::text;
+    END IF;
+    SELECT array_agg(x ORDER BY x) INTO v_ids FROM unnest(v_ids) AS x;
+
+    body := onsale_hold_commit(p_event_id, p_account_id, p_key, v_ids, v_pre.ttl, v_pre.currency);
+    status_code := 201;
+    replayed := false;
+END $$;
+
+-- Release a hold by its owner. Idempotent: releasing a released or expired
+-- hold returns it unchanged.
+CREATE FUNCTION onsale_release(p_hold_id uuid, p_account_id uuid)
+RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE
+    v_hold record;
+BEGIN
+    SELECT h.hold_id, h.event_id, h.status, h.seat_ids INTO v_hold
+    FROM holds h WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
+    END IF;
+    IF v_hold.status IN ('PAYMENT_PENDING', 'CONFIRMED') THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_not_releasable',
+            DETAIL = jsonb_build_object('status', v_hold.status)::text;
+    END IF;
+    IF v_hold.status <> 'HELD' THEN
+        RETURN p_hold_id;
+    END IF;
+
+    PERFORM 1 FROM seat_inventory si
+    WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
+    ORDER BY si.seat_id FOR UPDATE;
+
+    WITH released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
+          AND si.hold_id = p_hold_id AND si.status = 'HELD'
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'released'
+    FROM released r;
+
+    UPDATE holds SET status = 'RELEASED', updated_at = now() WHERE hold_id = p_hold_id;
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    VALUES (v_hold.event_id, p_hold_id, 'hold.released', jsonb_build_object('hold_id', p_hold_id));
+    RETURN p_hold_id;
+END $$;
+
+-- Release one batch of expired holds. Only the predicate
+-- (hold_id, status HELD, deadline passed by database time) releases a seat, so
+-- a late or duplicated sweep cannot touch a newer hold or a sold seat.
+CREATE FUNCTION onsale_sweep(p_batch integer, OUT holds_expired integer, OUT seats_released integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_due uuid[];
+BEGIN
+    SELECT coalesce(array_agg(d.hold_id), '{}') INTO v_due
+    FROM (SELECT h.hold_id FROM holds h
+          WHERE h.status = 'HELD' AND h.expires_at <= now()
+          ORDER BY h.expires_at
+          LIMIT p_batch
+          FOR UPDATE SKIP LOCKED) AS d;
+
+    WITH locked AS (
+        SELECT si.event_id, si.seat_id, d.hold_id
+        FROM holds d
+        JOIN seat_inventory si ON si.event_id = d.event_id AND si.seat_id = ANY (d.seat_ids)
+        WHERE d.hold_id = ANY (v_due)
+          AND si.hold_id = d.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        ORDER BY si.event_id, si.seat_id
+        FOR UPDATE OF si SKIP LOCKED
+    ), released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        FROM locked l
+        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
+          AND si.hold_id = l.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        RETURNING l.hold_id, si.event_id, si.seat_id, old.hold_id AS prior_hold_id,
+                  old.status AS prior_status
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
+    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    FROM released r;
+    GET DIAGNOSTICS seats_released = ROW_COUNT;
+
+    -- A hold is finished once none of its seats is still held under its id
+    -- (a seat re-claimed lazily by a newer hold no longer carries it).
+    WITH done AS (
+        UPDATE holds h SET status = 'EXPIRED', updated_at = now()
+        WHERE h.hold_id = ANY (v_due) AND h.status = 'HELD'
+          AND NOT EXISTS (SELECT 1 FROM seat_inventory si
+                          WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
+                            AND si.hold_id = h.hold_id AND si.status = 'HELD')
+        RETURNING h.hold_id, h.event_id
+    ), ob AS (
+        INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+        SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+        FROM done
+    )
+    SELECT count(*) INTO holds_expired FROM done;
+END $$;
+
+-- Release one expired hold by id (the sweeper's predicate, exposed so a
+-- delayed expiry message can be replayed safely). Returns seats released.
+CREATE FUNCTION onsale_expire_hold(p_hold_id uuid) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    WITH h AS (SELECT event_id, seat_ids FROM holds WHERE hold_id = p_hold_id),
+    locked AS (
+        SELECT si.event_id, si.seat_id FROM seat_inventory si, h
+        WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
+          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        ORDER BY si.seat_id
+        FOR UPDATE OF si
+    ), released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        FROM locked l
+        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
+          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    FROM released r;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    UPDATE holds SET status = 'EXPIRED', updated_at = now()
+    WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now();
+    RETURN v_n;
+END $$;

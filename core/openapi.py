@@ -1,0 +1,159 @@
+"""The OpenAPI document for core's routes (a test checks it matches the router)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+
+def _problem(*codes: str) -> dict[str, Any]:
+    return {
+        "description": "Problem details; code is one of: " + ", ".join(codes),
+        "content": {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
+        },
+    }
+
+
+def _json(schema_ref: str, description: str = "OK") -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_ref}"}}},
+    }
+
+
+_IDEM = {"name": "Idempotency-Key", "in": "header", "required": True, "schema": {"type": "string"}}
+_EVENT = {"name": "event_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+_HOLD = {"name": "hold_id", "in": "path", "required": True,
+         "schema": {"type": "string", "format": "uuid"}}
+_CREDS = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Credentials"}}}}
+
+PATHS: dict[str, dict[str, Any]] = {
+    "/api/accounts": {"post": {
+        "summary": "Sign up", "requestBody": _CREDS,
+        "responses": {"201": _json("Account", "Created; the session cookie is set"),
+                      "400": _problem("invalid_email", "weak_password", "invalid_json"),
+                      "409": _problem("email_taken")}}},
+    "/api/session": {
+        "post": {"summary": "Sign in", "requestBody": _CREDS,
+                 "responses": {"200": _json("Account"), "401": _problem("bad_credentials")}},
+        "delete": {"summary": "Sign out", "responses": {"204": {"description": "Signed out"}}}},
+    "/api/me": {"get": {"summary": "The signed-in account",
+                        "responses": {"200": _json("Account"),
+                                      "401": _problem("authentication_required")}}},
+    "/api/events": {"get": {"summary": "List events",
+                            "responses": {"200": _json("EventList")}}},
+    "/api/events/{event_id}": {"get": {
+        "summary": "One event", "parameters": [_EVENT],
+        "responses": {"200": _json("Event"), "404": _problem("event_not_found")}}},
+    "/api/events/{event_id}/venue": {"get": {
+        "summary": "The static seat layout (strong ETag, cacheable for a year)",
+        "parameters": [_EVENT],
+        "responses": {"200": _json("Venue"), "304": {"description": "Not modified"},
+                      "404": _problem("event_not_found")}}},
+    "/api/events/{event_id}/holds": {"post": {
+        "summary": "Hold 1-6 seats, all or nothing", "parameters": [_EVENT, _IDEM],
+        "requestBody": {"content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/HoldRequest"}}}},
+        "responses": {
+            "201": _json("Hold", "Held (or the original response, replayed)"),
+            "400": _problem("invalid_seats", "idempotency_key_required", "invalid_json"),
+            "401": _problem("authentication_required"),
+            "404": _problem("event_not_found"),
+            "409": _problem("seats_unavailable", "ticket_limit_exceeded",
+                            "idempotency_conflict"),
+            "503": _problem("inventory_unavailable")}}},
+    "/api/holds/{hold_id}": {
+        "get": {"summary": "One of your holds", "parameters": [_HOLD],
+                "responses": {"200": _json("Hold"), "404": _problem("hold_not_found")}},
+        "delete": {"summary": "Release one of your holds", "parameters": [_HOLD],
+                   "responses": {"200": _json("Hold"), "404": _problem("hold_not_found"),
+                                 "409": _problem("hold_not_releasable")}}},
+    "/api/ops/events": {"post": {
+        "summary": "Create an event from a generated layout (operator)",
+        "security": [{"admin": []}],
+        "requestBody": {"content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/EventSpec"}}}},
+        "responses": {"201": _json("Event"), "400": _problem("invalid_request"),
+                      "401": _problem("admin_required")}}},
+    "/metrics": {"get": {"summary": "Prometheus metrics",
+                         "responses": {"200": {"description": "text/plain exposition"}}}},
+    "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},
+    "/readyz": {"get": {"summary": "Readiness (database reachable)",
+                        "responses": {"200": {"description": "ready"},
+                                      "503": _problem("inventory_unavailable")}}},
+    "/openapi.json": {"get": {"summary": "This document",
+                              "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+}
+
+_SEAT = {"type": "object", "properties": {
+    "seat_id": {"type": "integer"}, "section": {"type": "string"}, "row": {"type": "string"},
+    "number": {"type": "integer"}, "tier": {"type": "string"},
+    "price_minor": {"type": "integer"}}}
+
+SCHEMAS: dict[str, Any] = {
+    "Problem": {"type": "object", "required": ["type", "title", "status", "code"], "properties": {
+        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+        "code": {"type": "string"}, "detail": {"type": "string"}}},
+    "Credentials": {"type": "object", "required": ["email", "password"], "properties": {
+        "email": {"type": "string", "format": "email"},
+        "password": {"type": "string", "minLength": 8}}},
+    "Account": {"type": "object", "properties": {
+        "account_id": {"type": "string", "format": "uuid"}, "email": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"}}},
+    "Event": {"type": "object", "properties": {
+        "event_id": {"type": "integer"}, "name": {"type": "string"},
+        "venue_name": {"type": "string"}, "starts_at": {"type": "string", "format": "date-time"},
+        "onsale_at": {"type": "string", "format": "date-time"}, "currency": {"type": "string"},
+        "seat_count": {"type": "integer"}, "hold_ttl_seconds": {"type": "integer"},
+        "max_tickets_per_account": {"type": "integer"}, "max_seats_per_hold": {"type": "integer"},
+        "price_tiers": {"type": "array", "items": {"type": "object"}}}},
+    "EventList": {"type": "object", "properties": {
+        "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}},
+    "EventSpec": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"}, "seats": {"type": "integer"},
+        "hold_ttl_seconds": {"type": "integer"}, "max_tickets_per_account": {"type": "integer"},
+        "max_seats_per_hold": {"type": "integer"},
+        "onsale_at": {"type": "string", "format": "date-time"},
+        "starts_at": {"type": "string", "format": "date-time"},
+        "venue_name": {"type": "string"}, "currency": {"type": "string"},
+        "price_tiers": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "price_minor": {"type": "integer"}}}}}},
+    "Venue": {"type": "object", "properties": {
+        "event_id": {"type": "integer"}, "seat_count": {"type": "integer"},
+        "tiers": {"type": "array"}, "columns": {"type": "array"},
+        "seats": {"type": "object", "description": "Columnar arrays keyed by column name"}}},
+    "HoldRequest": {"oneOf": [
+        {"type": "object", "required": ["seat_ids"], "properties": {
+            "seat_ids": {"type": "array", "items": {"type": "integer"},
+                         "minItems": 1, "maxItems": 6, "uniqueItems": True}}},
+        {"type": "object", "required": ["best_available"], "properties": {
+            "best_available": {"type": "object", "required": ["quantity"], "properties": {
+                "quantity": {"type": "integer", "minimum": 1, "maximum": 6},
+                "section": {"type": "string"}, "together": {"type": "boolean"}}}}}]},
+    "Hold": {"type": "object", "properties": {
+        "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},
+        "status": {"type": "string",
+                   "enum": ["HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED", "EXPIRED"]},
+        "expires_at": {"type": "string", "format": "date-time"},
+        "seats": {"type": "array", "items": _SEAT},
+        "amount_minor": {"type": "integer"}, "currency": {"type": "string"}}},
+}
+
+
+def document() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "onsale core API", "version": "0.1.0"},
+        "paths": PATHS,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+async def openapi_endpoint(request: Request) -> Response:
+    return JSONResponse(document())

@@ -1,0 +1,78 @@
+"""RFC 9457 problem details with a stable ``code`` (docs/api.md lists them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+TITLES: dict[str, str] = {
+    "invalid_json": "The request body is not valid JSON",
+    "invalid_request": "The request is malformed",
+    "invalid_seats": "The seat selection is not valid",
+    "invalid_email": "The email address is not valid",
+    "weak_password": "The password is too short",
+    "email_taken": "An account with this email already exists",
+    "bad_credentials": "Email or password is wrong",
+    "authentication_required": "Sign in first",
+    "admin_required": "An operator token is required",
+    "idempotency_key_required": "An Idempotency-Key header is required",
+    "idempotency_conflict": "This Idempotency-Key was used for a different request",
+    "event_not_found": "No such event",
+    "hold_not_found": "No such hold",
+    "hold_not_releasable": "This hold can no longer be released",
+    "seats_unavailable": "Some of the requested seats are not available",
+    "ticket_limit_exceeded": "This would exceed the ticket limit for your account",
+    "inventory_unavailable": "Seat inventory is temporarily unavailable; nothing was changed",
+    "not_found": "Not found",
+    "method_not_allowed": "Method not allowed",
+    "internal_error": "Internal error",
+}
+
+
+class Problem(Exception):
+    """An error the API reports as problem+json."""
+
+    def __init__(self, status: int, code: str, detail: str | None = None, **extra: Any) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "type": f"https://onsale.dev/problems/{self.code.replace('_', '-')}",
+            "title": TITLES.get(self.code, self.code.replace("_", " ")),
+            "status": self.status,
+            "code": self.code,
+        }
+        if self.detail:
+            doc["detail"] = self.detail
+        doc.update(self.extra)
+        return doc
+
+
+class ProblemResponse(Response):
+    media_type = "application/problem+json"
+
+    def __init__(self, problem: Problem, headers: dict[str, str] | None = None) -> None:
+        super().__init__(
+            json.dumps(problem.body(), separators=(",", ":")),
+            status_code=problem.status,
+            headers=headers,
+        )
+
+
+async def problem_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Problem)
+    headers = {"Retry-After": "1"} if exc.status == 503 else None
+    return ProblemResponse(exc, headers=headers)
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 500)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
+    return ProblemResponse(Problem(status, code))

@@ -1,0 +1,10 @@
+-- name: insert_account
+INSERT INTO accounts (email, password_hash) VALUES ($1, $2)
+ON CONFLICT DO NOTHING
+RETURNING account_id, email, created_at;
+
+-- name: account_by_email
+SELECT account_id, password_hash FROM accounts WHERE lower(email) = lower($1);
+
+-- name: account_by_id
+SELECT account_id, email, created_at FROM accounts WHERE account_id = $1;

@@ -1,0 +1,47 @@
+-- name: insert_event
+INSERT INTO events (name, venue_name, starts_at, onsale_at, currency, hold_ttl_seconds,
+                    max_tickets_per_account, max_seats_per_hold, seat_count)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING event_id;
+
+-- name: insert_tier
+INSERT INTO price_tiers (event_id, tier_id, name, price_minor) VALUES ($1, $2, $3, $4);
+
+-- name: fill_inventory
+INSERT INTO seat_inventory (event_id, seat_id)
+SELECT event_id, seat_id FROM seats WHERE event_id = $1 ORDER BY seat_id;
+
+-- name: insert_layout
+INSERT INTO venue_layouts (event_id, etag, body) VALUES ($1, $2, $3);
+
+-- name: list_events
+SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
+       e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
+       (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
+                                            'price_minor', t.price_minor) ORDER BY t.tier_id)
+        FROM price_tiers t
+        WHERE t.event_id = e.event_id
+          AND t.price_version = (SELECT max(t2.price_version) FROM price_tiers t2
+                                 WHERE t2.event_id = t.event_id AND t2.tier_id = t.tier_id))
+       AS tiers
+FROM events e
+ORDER BY e.onsale_at, e.event_id;
+
+-- name: get_event
+SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
+       e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
+       (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
+                                            'price_minor', t.price_minor) ORDER BY t.tier_id)
+        FROM price_tiers t
+        WHERE t.event_id = e.event_id
+          AND t.price_version = (SELECT max(t2.price_version) FROM price_tiers t2
+                                 WHERE t2.event_id = t.event_id AND t2.tier_id = t.tier_id))
+       AS tiers
+FROM events e
+WHERE e.event_id = $1;
+
+-- name: get_layout
+SELECT etag, body FROM venue_layouts WHERE event_id = $1;
+
+-- name: event_by_name
+SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;

@@ -1,0 +1,30 @@
+-- name: hold_seats
+SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold($1, $2, $3, $4, $5);
+
+-- name: hold_best
+SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold_best($1, $2, $3, $4, $5, $6, $7);
+
+-- name: get_hold
+SELECT hold_id, event_id, status, seats, amount_minor, currency, expires_at, created_at,
+       now() AS db_now
+FROM holds WHERE hold_id = $1 AND account_id = $2;
+
+-- name: release_hold
+SELECT onsale_release($1, $2);
+
+-- name: sweep
+SELECT holds_expired, seats_released FROM onsale_sweep($1);
+
+-- name: expire_hold
+SELECT onsale_expire_hold($1);
+
+-- name: sweep_backlog
+SELECT count(*) AS backlog,
+       coalesce(extract(epoch FROM now() - min(expires_at)), 0)::float8 AS oldest_age
+FROM holds WHERE status = 'HELD' AND expires_at <= now();
+
+-- name: prune_idempotency
+DELETE FROM idempotency_keys
+WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys
+                        WHERE created_at < now() - make_interval(secs => $1)
+                        LIMIT $2));

@@ -1,0 +1,1 @@
+"""edge tier (see docs/architecture.md); built out by later issues."""

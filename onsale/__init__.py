@@ -1,0 +1,1 @@
+"""onsale command line and composition root."""

@@ -1,0 +1,245 @@
+"""The ``onsale`` command: dev, serve, migrate, audit, event create."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from core.audit import format_report, run_audit, violations
+from core.config import ConfigError, Settings
+from core.db import init_connection, queries
+from core.event_spec import parse_event_spec
+from core.event_store import create_event
+from core.migrate import migrate
+from onsale.embedded import EmbeddedError, EmbeddedPostgres, start_postgres, start_valkey
+
+DEMO_EVENT = "onsale demo night"
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("ONSALE_DATA_DIR", ".onsale")).resolve()
+
+
+def dev_secrets(directory: Path) -> dict[str, str]:
+    """Keep dev secrets stable across runs so sessions and the admin token survive."""
+    path = directory / "secrets.json"
+    if path.exists():
+        stored: dict[str, str] = json.loads(path.read_text())
+        return stored
+    directory.mkdir(parents=True, exist_ok=True)
+    fresh = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
+             "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24)}
+    path.write_text(json.dumps(fresh))
+    path.chmod(0o600)
+    return fresh
+
+
+@contextmanager
+def database_url() -> Iterator[str]:
+    """DATABASE_URL, or the embedded cluster under .onsale/ (started if needed)."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    pg: EmbeddedPostgres = start_postgres(data_dir() / "pg")
+    try:
+        yield pg.url
+    finally:
+        if pg.started_here:
+            pg.stop()
+
+
+async def _connect(url: str) -> Any:
+    conn = await asyncpg.connect(url)
+    await init_connection(conn)
+    return conn
+
+
+async def _migrate(url: str) -> list[int]:
+    conn = await _connect(url)
+    try:
+        return await migrate(conn)
+    finally:
+        await conn.close()
+
+
+async def _audit(url: str) -> int:
+    conn = await _connect(url)
+    try:
+        results = await run_audit(conn)
+    finally:
+        await conn.close()
+    print(format_report(results))
+    return 1 if violations(results) else 0
+
+
+async def _seed(url: str, seats: int) -> tuple[int, bool]:
+    conn = await _connect(url)
+    try:
+        existing = await conn.fetchval(queries("events")["event_by_name"], DEMO_EVENT)
+        if existing is not None:
+            return int(existing), False
+        spec = parse_event_spec({"name": DEMO_EVENT, "seats": seats}, default_ttl=300,
+                                default_limit=6, default_max_hold=6)
+        return await create_event(conn, spec), True
+    finally:
+        await conn.close()
+
+
+async def _create_event(url: str, body: dict[str, Any]) -> int:
+    settings_env = os.environ
+    spec = parse_event_spec(
+        body,
+        default_ttl=int(settings_env.get("ONSALE_HOLD_TTL_SECONDS", "300")),
+        default_limit=int(settings_env.get("ONSALE_MAX_TICKETS_PER_ACCOUNT", "6")),
+        default_max_hold=int(settings_env.get("ONSALE_MAX_SEATS_PER_HOLD", "6")),
+    )
+    conn = await _connect(url)
+    try:
+        return await create_event(conn, spec)
+    finally:
+        await conn.close()
+
+
+def _serve(app: Any, host: str, port: int) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            access_log=False, lifespan="on")
+    uvicorn.Server(config).run()
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    from onsale.compose import build_app
+
+    base = data_dir()
+    env = dict(os.environ)
+    for key, value in dev_secrets(base).items():
+        env.setdefault(key, value)
+    started: list[Any] = []
+    try:
+        if not env.get("DATABASE_URL"):
+            pg = start_postgres(base / "pg")
+            if pg.started_here:
+                started.append(pg)
+            env["DATABASE_URL"] = pg.url
+        if not env.get("REDIS_URL"):
+            valkey = start_valkey(base / "valkey")
+            started.append(valkey)
+            env["REDIS_URL"] = valkey.url
+        settings = Settings.from_env(env)
+        applied = asyncio.run(_migrate(settings.database_url))
+        event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
+        url = f"http://{args.host}:{args.port}/"
+        print(f"onsale dev: migrations applied {applied or 'none (up to date)'}")
+        print(f"onsale dev: demo event {event_id} "
+              f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
+        print(f"onsale dev: admin token {settings.admin_token}")
+        print(f"onsale dev: serving on {url}  (Ctrl-C to stop)", flush=True)
+        _serve(build_app("dev", settings), args.host, args.port)
+    except (ConfigError, EmbeddedError) as exc:
+        print(f"onsale dev: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        for server in reversed(started):
+            server.stop()
+        if started:
+            print("onsale dev: embedded servers stopped")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from onsale.compose import build_app
+
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        print(f"onsale serve: {exc}", file=sys.stderr)
+        return 2
+    _serve(build_app(args.role, settings), args.host, args.port)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    with database_url() as url:
+        applied = asyncio.run(_migrate(url))
+    print(f"applied {applied}" if applied else "schema is up to date")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    with database_url() as url:
+        return asyncio.run(_audit(url))
+
+
+def cmd_event_create(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"name": args.name, "seats": args.seats}
+    for field in ("hold_ttl_seconds", "max_tickets_per_account", "max_seats_per_hold",
+                  "onsale_at", "starts_at"):
+        value = getattr(args, field)
+        if value is not None:
+            body[field] = value
+    from core.problems import Problem
+
+    try:
+        with database_url() as url:
+            event_id = asyncio.run(_create_event(url, body))
+    except Problem as exc:
+        print(f"onsale event create: {exc.detail}", file=sys.stderr)
+        return 2
+    print(event_id)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="onsale", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("dev", help="run every role in one process with embedded services")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8000)
+    dev.add_argument("--seats", type=int, default=50_000, help="seats in the demo event")
+    dev.set_defaults(func=cmd_dev)
+
+    serve = sub.add_parser("serve", help="run one role against configured services")
+    serve.add_argument("--role", required=True, choices=["core", "worker"])
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
+    sub.add_parser("audit", help="check the invariants; exit 1 on any violation").set_defaults(
+        func=cmd_audit)
+
+    event = sub.add_parser("event", help="manage events")
+    event_sub = event.add_subparsers(dest="event_command", required=True)
+    create = event_sub.add_parser("create", help="create an event from a generated layout")
+    create.add_argument("--name", required=True)
+    create.add_argument("--seats", type=int, default=50_000)
+    create.add_argument("--hold-ttl-seconds", dest="hold_ttl_seconds", type=int)
+    create.add_argument("--max-tickets-per-account", dest="max_tickets_per_account", type=int)
+    create.add_argument("--max-seats-per-hold", dest="max_seats_per_hold", type=int)
+    create.add_argument("--onsale-at", dest="onsale_at", help="ISO 8601 time with zone")
+    create.add_argument("--starts-at", dest="starts_at", help="ISO 8601 time with zone")
+    create.set_defaults(func=cmd_event_create)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The composition root: one function builds the app for a role from settings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from core.app import build_core_app
+from core.config import Settings
+from core.db import create_pool
+from core.metrics import Metrics, metrics_endpoint
+from core.sweeper import run_sweeper
+from web.index import index_page
+
+ROLES = ("core", "worker")
+
+
+def build_worker_app(settings: Settings) -> Starlette:
+    """Background work (the expiry sweeper) with /metrics for scraping."""
+    metrics = Metrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        pool = await create_pool(settings)
+        task = asyncio.create_task(
+            run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch)
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await pool.close()
+
+    app = Starlette(routes=[Route("/metrics", metrics_endpoint)], lifespan=lifespan)
+    app.state.metrics = metrics
+    return app
+
+
+def build_app(role: str, settings: Settings) -> Starlette:
+    if role == "core":
+        return build_core_app(settings, sweeper=False)
+    if role == "worker":
+        return build_worker_app(settings)
+    if role == "dev":
+        core = build_core_app(settings, sweeper=True)
+        core.router.routes.insert(0, Route("/", index_page, methods=["GET"]))
+        return core
+    raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+
+
+

@@ -1,0 +1,1 @@
+"""seatmap tier (see docs/architecture.md); built out by later issues."""

@@ -1,0 +1,1 @@
+"""web tier (see docs/architecture.md); built out by later issues."""
