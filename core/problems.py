@@ -23,6 +23,8 @@ TITLES: dict[str, str] = {
     "event_not_found": "No such event",
     "hold_not_found": "No such hold",
     "hold_not_releasable": "This hold can no longer be released",
+    "hold_expired": "This hold has expired",
+    "price_changed": "The price changed since the seats were held",
     "seats_unavailable": "Some of the requested seats are not available",
     "ticket_limit_exceeded": "This would exceed the ticket limit for your account",
     "inventory_unavailable": "Seat inventory is temporarily unavailable; nothing was changed",

@@ -1,0 +1,131 @@
+"""Expiry by database time: the exact boundary, lazy claims, late sweeps."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+
+from core.sweeper import sweep_once
+from tests.conftest import Api, audit_clean, hold
+
+
+async def _hold_in_db(conn: Any, event_id: int, account: uuid.UUID, seats: list[int]) -> Any:
+    return await conn.fetchrow(
+        "SELECT * FROM onsale_hold($1, $2, $3, 'd', $4)",
+        event_id, account, uuid.uuid4().hex, seats)
+
+
+@pytest.mark.parametrize(("offset", "claimable"), [("0", True), ("1 microsecond", False)])
+async def test_exact_boundary_uses_database_time(
+    api: Api, conn: Any, offset: str, claimable: bool,
+) -> None:
+    """now() is fixed inside a transaction, so we can place the deadline exactly
+    at now() (expired: claimable) or one microsecond after it (still held)."""
+    event_id = await api.create_event(seats=5)
+    alice, bob = await api.account(conn), await api.account(conn)
+    first = await _hold_in_db(conn, event_id, alice, [1])
+    hold_id = uuid.UUID(first["body"]["hold_id"])
+    async with conn.transaction():
+        await conn.execute(
+            "UPDATE seat_inventory SET hold_expires_at = now() + $2::text::interval "
+            "WHERE event_id = $1 AND seat_id = 1", event_id, offset)
+        await conn.execute("UPDATE holds SET expires_at = now() + $2::text::interval "
+                           "WHERE hold_id = $1", hold_id, offset)
+        sp = conn.transaction()
+        await sp.start()
+        try:
+            second = await _hold_in_db(conn, event_id, bob, [1])
+            outcome = "held"
+            await sp.commit()
+        except asyncpg.PostgresError as exc:
+            outcome = exc.args[0] if exc.args else str(exc)
+            await sp.rollback()
+    if claimable:
+        assert outcome == "held"
+        row = await conn.fetchrow(
+            "SELECT hold_id FROM seat_inventory WHERE event_id = $1 AND seat_id = 1", event_id)
+        assert str(row["hold_id"]) == second["body"]["hold_id"]
+    else:
+        assert outcome == "seats_unavailable"
+    await audit_clean(conn)
+
+
+async def test_expired_hold_is_claimable_before_any_sweep_and_late_sweep_is_harmless(
+    api: Api, conn: Any,
+) -> None:
+    event_id = await api.create_event(seats=5, hold_ttl_seconds=1)
+    alice, bob = await api.account(conn), await api.account(conn)
+    async with api.client(alice) as a, api.client(bob) as b:
+        old = (await hold(a, event_id, [1, 2])).json()
+        assert (await hold(b, event_id, [1])).status_code == 409
+        await asyncio.sleep(1.1)
+        # Before any sweep the old hold reads as EXPIRED and seat 1 is free.
+        assert (await a.get(f"/api/holds/{old['hold_id']}")).json()["status"] == "EXPIRED"
+        new = await hold(b, event_id, [1])
+        assert new.status_code == 201, new.text
+    new_id = uuid.UUID(new.json()["hold_id"])
+    old_id = uuid.UUID(old["hold_id"])
+
+    # The late expiry message for the old hold releases seat 2 only.
+    released = await conn.fetchval("SELECT onsale_expire_hold($1)", old_id)
+    assert released == 1
+    # Replayed again (a duplicate message): nothing more.
+    assert await conn.fetchval("SELECT onsale_expire_hold($1)", old_id) == 0
+    # A full sweep pass now: the new hold is not due yet, so nothing.
+    result = await sweep_once(conn, 100)
+    assert result.seats_released == 0
+    rows = {r["seat_id"]: r for r in await conn.fetch(
+        "SELECT seat_id, status, hold_id FROM seat_inventory WHERE event_id = $1", event_id)}
+    assert rows[1]["status"] == "HELD" and rows[1]["hold_id"] == new_id
+    assert rows[2]["status"] == "AVAILABLE"
+    assert await conn.fetchval("SELECT status FROM holds WHERE hold_id = $1", old_id) == "EXPIRED"
+    await audit_clean(conn)
+
+
+async def test_sweeper_releases_only_expired_holds_in_batches(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=40, hold_ttl_seconds=1, max_tickets_per_account=6)
+    long_event = await api.create_event(seats=10)
+    for i in range(12):
+        await _hold_in_db(conn, event_id, await api.account(conn), [i * 3 + 1, i * 3 + 2])
+    keeper = await _hold_in_db(conn, long_event, await api.account(conn), [1])
+    await asyncio.sleep(1.1)
+    result = await sweep_once(conn, 5)  # batches of five until done
+    assert (result.holds_expired, result.seats_released) == (12, 24)
+    assert await conn.fetchval(
+        "SELECT count(*) FROM seat_inventory WHERE event_id = $1 AND status <> 'AVAILABLE'",
+        event_id) == 0
+    assert await conn.fetchval("SELECT status FROM holds WHERE hold_id = $1",
+                               uuid.UUID(keeper["body"]["hold_id"])) == "HELD"
+    assert await conn.fetchval("SELECT count(*) FROM hold_releases") == 24
+    await audit_clean(conn)
+
+
+async def test_sweep_never_touches_sold_seats(api: Api, conn: Any) -> None:
+    """A seat sold under a hold (checkout's confirm step) is out of the sweeper's reach,
+    even if the hold's deadline passes afterwards."""
+    event_id = await api.create_event(seats=5, hold_ttl_seconds=1)
+    account = await api.account(conn)
+    body = (await _hold_in_db(conn, event_id, account, [1, 2]))["body"]
+    hold_id = uuid.UUID(body["hold_id"])
+    order_id = await conn.fetchval(
+        "INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, currency) "
+        "VALUES ($1, $2, $3, 'CONFIRMED', $4, 'USD') RETURNING order_id",
+        hold_id, event_id, account, body["amount_minor"])
+    await conn.execute(
+        "UPDATE seat_inventory SET status = 'SOLD', order_id = $3, hold_expires_at = NULL "
+        "WHERE event_id = $1 AND hold_id = $2", event_id, hold_id, order_id)
+    await conn.execute(
+        "INSERT INTO order_items (order_id, event_id, seat_id, price_minor) "
+        "SELECT $1, $2, s, 1 FROM unnest($3::int[]) s", order_id, event_id, [1, 2])
+    await conn.execute("UPDATE holds SET status = 'CONFIRMED' WHERE hold_id = $1", hold_id)
+    await asyncio.sleep(1.1)
+    assert (await sweep_once(conn, 10)).seats_released == 0
+    assert await conn.fetchval("SELECT onsale_expire_hold($1)", hold_id) == 0
+    assert await conn.fetchval(
+        "SELECT count(*) FROM seat_inventory WHERE event_id = $1 AND status = 'SOLD'",
+        event_id) == 2
+    await audit_clean(conn)

@@ -1,0 +1,168 @@
+"""The hold API over HTTP against a real PostgreSQL: shapes, errors, ownership."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tests.conftest import Api, audit_clean, hold
+
+
+async def test_hold_then_read_then_release(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=100)
+    alice = await api.account(conn)
+    async with api.client(alice) as c:
+        r = await hold(c, event_id, [5, 3, 4])
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert body["status"] == "HELD"
+        assert [s["seat_id"] for s in body["seats"]] == [3, 4, 5]
+        assert body["amount_minor"] == sum(s["price_minor"] for s in body["seats"])
+        assert body["currency"] == "USD"
+        assert r.headers["location"] == f"/api/holds/{body['hold_id']}"
+
+        got = await c.get(f"/api/holds/{body['hold_id']}")
+        assert got.status_code == 200
+        assert got.json()["seats"] == body["seats"]
+        assert got.json()["status"] == "HELD"
+
+        released = await c.delete(f"/api/holds/{body['hold_id']}")
+        assert released.status_code == 200
+        assert released.json()["status"] == "RELEASED"
+        again = await c.delete(f"/api/holds/{body['hold_id']}")
+        assert again.status_code == 200 and again.json()["status"] == "RELEASED"
+    rows = await conn.fetch(
+        "SELECT status, hold_id FROM seat_inventory WHERE event_id = $1 AND seat_id = ANY($2)",
+        event_id, [3, 4, 5],
+    )
+    assert {(r["status"], r["hold_id"]) for r in rows} == {("AVAILABLE", None)}
+    await audit_clean(conn)
+
+
+async def test_price_comes_from_the_server_not_the_client(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(
+        seats=50, price_tiers=[{"name": "Only", "price_minor": 1234}])
+    async with api.client(await api.account(conn)) as c:
+        r = await c.post(f"/api/events/{event_id}/holds",
+                         json={"seat_ids": [1, 2], "amount_minor": 1},
+                         headers={"Idempotency-Key": "k"})
+    assert r.status_code == 201
+    assert r.json()["amount_minor"] == 2468
+
+
+async def test_error_codes(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=20, max_tickets_per_account=4)
+    alice, bob = await api.account(conn), await api.account(conn)
+    async with api.client(alice) as a, api.client(bob) as b, api.client() as anon:
+        cases: list[tuple[Any, int, str]] = [
+            (await anon.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]},
+                             headers={"Idempotency-Key": "x"}), 401, "authentication_required"),
+            (await a.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]}),
+             400, "idempotency_key_required"),
+            (await a.post(f"/api/events/{event_id}/holds", content=b"{nope",
+                          headers={"Idempotency-Key": "x"}), 400, "invalid_json"),
+            (await hold(a, event_id, []), 400, "invalid_seats"),
+            (await hold(a, event_id, [1, 1]), 400, "invalid_seats"),
+            (await hold(a, event_id, [1, 2, 3, 4, 5, 6, 7]), 400, "invalid_seats"),
+            (await hold(a, event_id, [1, 999]), 400, "invalid_seats"),
+            (await hold(a, event_id, ["1"]), 400, "invalid_seats"),  # type: ignore[list-item]
+            (await hold(a, 999999, [1]), 404, "event_not_found"),
+            (await hold(a, event_id, [1, 2, 3, 4, 5]), 409, "ticket_limit_exceeded"),
+        ]
+        for response, status, code in cases:
+            assert response.status_code == status, (code, response.text)
+            assert response.headers["content-type"] == "application/problem+json"
+            assert response.json()["code"] == code
+            assert response.json()["status"] == status
+
+        unknown = await hold(a, event_id, [1, 999])
+        assert unknown.json()["unknown_seat_ids"] == [999]
+        assert (await hold(a, event_id, [2, 3])).status_code == 201
+        taken = await hold(b, event_id, [1, 3, 2])
+        assert taken.status_code == 409
+        assert taken.json()["code"] == "seats_unavailable"
+        assert taken.json()["unavailable_seat_ids"] == [2, 3]
+        # Nothing half-written: seat 1 is still free after the failed attempt.
+        assert (await hold(b, event_id, [1])).status_code == 201
+        # Limit counts what is held: 2 held + 3 more > 4.
+        over = await hold(a, event_id, [10, 11, 12])
+        assert over.json()["code"] == "ticket_limit_exceeded"
+        assert over.json()["owned"] == 2 and over.json()["limit"] == 4
+    assert await conn.fetchval("SELECT count(*) FROM holds") == 2
+    assert await conn.fetchval("SELECT count(*) FROM idempotency_keys") == 2
+    await audit_clean(conn)
+
+
+async def test_other_accounts_get_404_for_my_hold(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=10)
+    alice, mallory = await api.account(conn), await api.account(conn)
+    async with api.client(alice) as a, api.client(mallory) as m:
+        hold_id = (await hold(a, event_id, [1])).json()["hold_id"]
+        assert (await m.get(f"/api/holds/{hold_id}")).json()["code"] == "hold_not_found"
+        assert (await m.delete(f"/api/holds/{hold_id}")).status_code == 404
+        assert (await m.get(f"/api/holds/{uuid.uuid4()}")).status_code == 404
+        assert (await m.get("/api/holds/not-a-uuid")).status_code == 404
+        assert (await a.get(f"/api/holds/{hold_id}")).json()["status"] == "HELD"
+
+
+async def test_idempotent_replay_and_conflict(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=10)
+    alice = await api.account(conn)
+    async with api.client(alice) as a:
+        first = await hold(a, event_id, [1, 2], key="same")
+        replay = await hold(a, event_id, [2, 1], key="same")  # same meaning, other order
+        assert replay.status_code == 201
+        assert replay.json() == first.json()
+        assert replay.headers["idempotent-replayed"] == "true"
+        conflict = await hold(a, event_id, [1, 3], key="same")
+        assert conflict.status_code == 409
+        assert conflict.json()["code"] == "idempotency_conflict"
+    # Keys are per account: another account may use the same key string.
+    async with api.client(await api.account(conn)) as b:
+        assert (await hold(b, event_id, [5], key="same")).status_code == 201
+    assert await conn.fetchval("SELECT count(*) FROM holds") == 2
+    await audit_clean(conn)
+
+
+async def test_best_available_together(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=500)
+    async with api.client(await api.account(conn)) as a:
+        r = await a.post(f"/api/events/{event_id}/holds",
+                         json={"best_available": {"quantity": 4, "together": True}},
+                         headers={"Idempotency-Key": "best"})
+    assert r.status_code == 201, r.text
+    seats = r.json()["seats"]
+    assert len(seats) == 4
+    assert len({(s["section"], s["row"]) for s in seats}) == 1
+    numbers = sorted(s["number"] for s in seats)
+    assert numbers == list(range(numbers[0], numbers[0] + 4))
+    await audit_clean(conn)
+
+
+async def test_best_available_reports_when_nothing_fits(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=3, max_tickets_per_account=6)
+    async with api.client(await api.account(conn)) as a:
+        r = await a.post(f"/api/events/{event_id}/holds",
+                         json={"best_available": {"quantity": 4}},
+                         headers={"Idempotency-Key": "k"})
+        assert r.status_code == 409 and r.json()["code"] == "seats_unavailable"
+        bad = await a.post(f"/api/events/{event_id}/holds",
+                           json={"best_available": {"quantity": 0}},
+                           headers={"Idempotency-Key": "k2"})
+        assert bad.json()["code"] == "invalid_seats"
+
+
+async def test_database_down_is_503_never_a_guess(db_url: str) -> None:
+    from core.app import build_core_app
+    from tests.conftest import make_settings
+
+    app = build_core_app(make_settings(db_url), sweeper=False)
+    async with app.router.lifespan_context(app):
+        api = Api(app)
+        await app.state.db.pool.close()  # the database becomes unreachable
+        async with api.client(uuid.uuid4()) as c:
+            r = await hold(c, 1, [1])
+        assert r.status_code == 503
+        assert r.json()["code"] == "inventory_unavailable"
+        assert r.headers["retry-after"] == "1"
+        app.state.db.pool.terminate()
