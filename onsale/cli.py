@@ -111,12 +111,21 @@ async def _create_event(url: str, body: dict[str, Any]) -> int:
         await conn.close()
 
 
-def _serve(app: Any, host: str, port: int) -> None:
+def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> None:
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if ready_message and self.started:
+                print(ready_message, flush=True)
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             access_log=False, lifespan="on")
-    uvicorn.Server(config).run()
+    try:
+        Server(config).run()
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after a clean shutdown
+        pass
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -145,8 +154,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
-        print(f"onsale dev: serving on {url}  (Ctrl-C to stop)", flush=True)
-        _serve(build_app("dev", settings), args.host, args.port)
+        _serve(build_app("dev", settings), args.host, args.port,
+               ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
     except (ConfigError, EmbeddedError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
         return 2
@@ -166,7 +175,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
-    _serve(build_app(args.role, settings), args.host, args.port)
+    _serve(build_app(args.role, settings), args.host, args.port,
+           ready_message=f"onsale {args.role}: serving on http://{args.host}:{args.port}/")
     return 0
 
 

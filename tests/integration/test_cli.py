@@ -1,0 +1,109 @@
+"""The onsale command: migrate, audit, event create, and the dev lifecycle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from onsale.embedded import free_port
+
+ONSALE = str(Path(sys.executable).parent / "onsale")
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ONSALE, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def env_for(db_url: str) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": db_url}
+
+
+async def test_migrate_event_create_and_audit(db_url: str, conn: Any) -> None:
+    env = env_for(db_url)
+    assert run("migrate", env=env).stdout.strip() == "schema is up to date"
+    created = run("event", "create", "--name", "CLI night", "--seats", "120",
+                  "--hold-ttl-seconds", "5", env=env)
+    assert created.returncode == 0, created.stderr
+    event_id = int(created.stdout.strip())
+    row = await conn.fetchrow("SELECT seat_count, hold_ttl_seconds FROM events WHERE event_id=$1",
+                              event_id)
+    assert (row["seat_count"], row["hold_ttl_seconds"]) == (120, 5)
+    bad = run("event", "create", "--name", "x", "--seats", "0", env=env)
+    assert bad.returncode == 2 and "seats" in bad.stderr
+
+    clean = run("audit", env=env)
+    assert clean.returncode == 0, clean.stdout
+    assert "audit: no violations" in clean.stdout
+
+    # Break invariant 3 behind the core's back: a SOLD seat with no order.
+    await conn.execute(
+        "ALTER TABLE seat_inventory DROP CONSTRAINT seat_inventory_check1")
+    await conn.execute(
+        "UPDATE seat_inventory SET status = 'SOLD' WHERE event_id = $1 AND seat_id = 3", event_id)
+    dirty = run("audit", env=env)
+    assert dirty.returncode == 1
+    assert "FAIL sold_seats_point_to_confirmed_orders (1)" in dirty.stdout
+    assert f"event_id={event_id}, seat_id=3" in dirty.stdout
+
+
+def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        seen += line
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} not printed; output so far:\n{seen}")
+
+
+def _children_for(data_dir: Path) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(data_dir) in part for part in (p.info["cmdline"] or [])):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_dev_serves_seeds_and_stops_cleanly(tmp_path: Path) -> None:
+    data_dir = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["ONSALE_DATA_DIR"] = str(data_dir)
+    for attempt in range(2):
+        port = free_port()
+        proc = subprocess.Popen([ONSALE, "dev", "--port", str(port), "--seats", "300"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            out = _wait_for(proc, "serving on", 120)
+            assert ("seeded" if attempt == 0 else "already there") in out
+            assert "admin token" in out
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/events", timeout=10) as r:
+                body = r.read().decode()
+            assert '"seat_count":300' in body
+            assert _children_for(data_dir), "embedded servers should be running"
+        finally:
+            proc.send_signal(signal.SIGINT)
+            rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+        assert "embedded servers stopped" in rest
+        deadline = time.monotonic() + 10
+        while _children_for(data_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _children_for(data_dir) == [], "orphaned servers after Ctrl-C"
+    assert (data_dir / "pg" / "PG_VERSION").exists()
