@@ -1,0 +1,255 @@
+"""Drive hold attempts against a running ``onsale dev`` over HTTP and print figures.
+
+    make demo                     # in one terminal (or: .venv/bin/onsale dev)
+    .venv/bin/python bench/holds.py --duration 20 --concurrency 64
+
+Creates a fresh 50,000-seat event (short holds so seats recycle), signs up
+shoppers, then fires hold attempts with skewed demand: most requests go to a
+hot block of seats, each for 1-6 adjacent seats. Prints attempts/s,
+outcomes, p50/p95/p99 latency, the server's memory, and the result of the
+invariant audit (oversells must be 0). ``--pgbench`` also measures the same
+hold function driven directly by pgbench, the raw ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+class Conn:
+    """A minimal HTTP/1.1 keep-alive client: the generator must cost less than the server."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = [f"{method} {path} HTTP/1.1", f"Host: {self.host}",
+                f"Content-Length: {len(body)}", "Content-Type: application/json"]
+        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        resp_headers: dict[str, str] = {}
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            k, _, v = line.decode().partition(":")
+            resp_headers.setdefault(k.strip().lower(), v.strip())
+        length = int(resp_headers.get("content-length", "0"))
+        data = await self.reader.readexactly(length) if length else b""
+        return status, resp_headers, data
+
+
+def pct(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def database_url(data_dir: Path) -> str:
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return url
+    lines = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()
+    return f"postgresql://postgres@127.0.0.1:{int(lines[3])}/postgres"
+
+
+def server_rss_mb(port: int) -> float | None:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    for conn in psutil.net_connections("tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN" and conn.pid:
+            return float(psutil.Process(conn.pid).memory_info().rss) / 2**20
+    return None
+
+
+async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, list[str]]:
+    c = Conn(host, port)
+    body = json.dumps({"name": f"bench {time.strftime('%H:%M:%S')}", "seats": args.seats,
+                       "hold_ttl_seconds": args.hold_ttl, "max_tickets_per_account": 100}).encode()
+    status, _, data = await c.request("POST", "/api/ops/events", body,
+                                      {"Authorization": f"Bearer {args.admin_token}"})
+    if status != 201:
+        raise SystemExit(f"creating the bench event failed: {status} {data[:200]!r}")
+    event_id = int(json.loads(data)["event_id"])
+    cookies = []
+    tag = os.urandom(4).hex()
+    for i in range(args.accounts):
+        cred = json.dumps({"email": f"bench{tag}-{i}@example.com",
+                           "password": "bench-password"}).encode()
+        status, headers, _ = await c.request("POST", "/api/accounts", cred)
+        if status != 201:
+            raise SystemExit(f"sign-up failed: {status}")
+        cookies.append(headers["set-cookie"].split(";", 1)[0])
+    return event_id, cookies
+
+
+def seat_request(rng: random.Random, seats: int, hot: int, hot_share: float) -> list[int]:
+    n = rng.choice((1, 2, 2, 2, 3, 4, 4, 6))
+    if rng.random() < hot_share:
+        start = 1 + int(rng.paretovariate(1.2) * 7) % (hot - n)
+    else:
+        start = rng.randint(hot, seats - n)
+    return list(range(start, start + n))
+
+
+async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
+                cookies: list[str]) -> tuple[list[float], Counter[str], float]:
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    deadline = time.perf_counter() + args.duration
+    path = f"/api/events/{event_id}/holds"
+
+    async def worker(i: int) -> None:
+        rng = random.Random(i)
+        c = Conn(host, port)
+        while time.perf_counter() < deadline:
+            seats = seat_request(rng, args.seats, args.hot_seats, args.hot_share)
+            headers = {"Cookie": cookies[rng.randrange(len(cookies))],
+                       "Idempotency-Key": os.urandom(8).hex()}
+            t0 = time.perf_counter()
+            status, _, data = await c.request("POST", path,
+                                              json.dumps({"seat_ids": seats}).encode(), headers)
+            latencies.append(time.perf_counter() - t0)
+            outcomes["held" if status == 201 else json.loads(data).get("code", str(status))] += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(i) for i in range(args.concurrency)))
+    return latencies, outcomes, time.perf_counter() - started
+
+
+async def audit(url: str) -> int:
+    import asyncpg
+
+    from core.audit import format_report, run_audit, violations
+    from core.db import init_connection
+
+    conn = await asyncpg.connect(url)
+    await init_connection(conn)
+    try:
+        results = await run_audit(conn)
+    finally:
+        await conn.close()
+    print(format_report(results))
+    return violations(results)
+
+
+PGBENCH_SETUP = """
+CREATE SCHEMA IF NOT EXISTS bench;
+CREATE OR REPLACE FUNCTION bench.try_hold(p_event bigint, p_account uuid, p_seats int[])
+RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM onsale_hold(p_event, p_account, md5(random()::text), 'd', p_seats);
+    RETURN 'held';
+EXCEPTION WHEN SQLSTATE 'OS409' THEN RETURN SQLERRM;
+END $$;
+DROP TABLE IF EXISTS bench.accounts;
+CREATE TABLE bench.accounts AS
+SELECT row_number() OVER () AS n, account_id FROM accounts LIMIT 300;
+"""
+
+PGBENCH_SCRIPT = """\\set a random(1, {accounts})
+\\set hot random(1, 100)
+\\set s random(1, {hot})
+\\set c random({hot}, {seats} - 6)
+\\if :hot <= {hot_pct}
+\\set start :s
+\\else
+\\set start :c
+\\endif
+SELECT bench.try_hold({event}, (SELECT account_id FROM bench.accounts WHERE n = :a),
+                      ARRAY[:start, :start + 1]);
+"""
+
+
+def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> None:
+    from onsale.embedded import _pg_bin
+
+    subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", PGBENCH_SETUP], check=True)
+    accounts = int(subprocess.run(
+        [str(_pg_bin() / "psql"), url, "-At", "-c", "SELECT count(*) FROM bench.accounts"],
+        check=True, capture_output=True, text=True).stdout)
+    script = PGBENCH_SCRIPT.format(accounts=accounts, hot=args.hot_seats, seats=args.seats,
+                                   hot_pct=int(args.hot_share * 100), event=event_id)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(script)
+    print(f"\npgbench: the same hold function, no HTTP ({args.pgbench_clients} clients, "
+          f"{args.duration}s)")
+    out = subprocess.run(
+        [str(_pg_bin() / "pgbench"), "-n", "-c", str(args.pgbench_clients), "-j", "2",
+         "-T", str(int(args.duration)), "-f", f.name, url],
+        check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith(("number of transactions", "latency", "tps")):
+            print("  " + line)
+    subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", "DROP SCHEMA bench CASCADE"],
+                   check=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--url", default="http://127.0.0.1:8000")
+    p.add_argument("--admin-token", default=None, help="default: .onsale/secrets.json")
+    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"))
+    p.add_argument("--duration", type=float, default=20.0)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--accounts", type=int, default=300)
+    p.add_argument("--seats", type=int, default=50_000)
+    p.add_argument("--hold-ttl", type=int, default=5)
+    p.add_argument("--hot-seats", type=int, default=2_000)
+    p.add_argument("--hot-share", type=float, default=0.8)
+    p.add_argument("--pgbench", action="store_true", help="also run the raw pgbench ceiling")
+    p.add_argument("--pgbench-clients", type=int, default=16)
+    args = p.parse_args()
+    data_dir = Path(args.data_dir)
+    if args.admin_token is None:
+        args.admin_token = json.loads((data_dir / "secrets.json").read_text())["ONSALE_ADMIN_TOKEN"]
+    host, _, port_s = args.url.removeprefix("http://").partition(":")
+    port = int(port_s or 80)
+
+    event_id, cookies = asyncio.run(setup(args, host, port))
+    latencies, outcomes, elapsed = asyncio.run(drive(args, host, port, event_id, cookies))
+    latencies.sort()
+    attempts = len(latencies)
+    ms = [v * 1000 for v in latencies]
+    print(f"holds over HTTP: event {event_id}, {args.concurrency} connections, "
+          f"{elapsed:.1f}s, {args.hot_share:.0%} of requests on {args.hot_seats} hot seats")
+    print(f"  attempts/s      {attempts / elapsed:,.0f}  ({attempts:,} attempts)")
+    print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
+    print(f"  latency ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
+          f"p99={pct(ms, 0.99):.1f} max={ms[-1]:.1f} mean={statistics.fmean(ms):.1f}")
+    rss = server_rss_mb(port)
+    if rss is not None:
+        print(f"  server RSS      {rss:.0f} MiB")
+    url = database_url(data_dir)
+    oversold = asyncio.run(audit(url))
+    print(f"  oversells/invariant violations: {oversold}")
+    if args.pgbench:
+        run_pgbench(url, args, event_id)
+    return 1 if oversold else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
