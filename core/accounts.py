@@ -92,9 +92,12 @@ async def me(request: Request) -> Response:
     return JSONResponse(_account_json(row))
 
 
+async def session(request: Request) -> Response:
+    return await (sign_in(request) if request.method == "POST" else sign_out(request))
+
+
 routes = [
     Route("/api/accounts", sign_up, methods=["POST"]),
-    Route("/api/session", sign_in, methods=["POST"]),
-    Route("/api/session", sign_out, methods=["DELETE"]),
+    Route("/api/session", session, methods=["POST", "DELETE"]),
     Route("/api/me", me, methods=["GET"]),
 ]

@@ -64,7 +64,8 @@ def parse_event_spec(
     if not isinstance(venue, str) or not 1 <= len(venue) <= 200:
         raise _bad("venue_name must be 1 to 200 characters.")
     currency = body.get("currency", "USD")
-    if not isinstance(currency, str) or len(currency) != 3 or not currency.isalpha():
+    if (not isinstance(currency, str) or len(currency) != 3
+            or not (currency.isascii() and currency.isalpha())):
         raise _bad("currency must be a three-letter ISO 4217 code.")
     raw_tiers = body.get("price_tiers")
     if raw_tiers is None:

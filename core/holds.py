@@ -82,8 +82,11 @@ async def delete_hold(request: Request) -> Response:
     return JSONResponse(hold_json(row))
 
 
+async def hold_resource(request: Request) -> Response:
+    return await (delete_hold(request) if request.method == "DELETE" else get_hold(request))
+
+
 routes = [
     Route("/api/events/{event_id}/holds", post_hold, methods=["POST"]),
-    Route("/api/holds/{hold_id}", get_hold, methods=["GET"]),
-    Route("/api/holds/{hold_id}", delete_hold, methods=["DELETE"]),
+    Route("/api/holds/{hold_id}", hold_resource, methods=["GET", "DELETE"]),
 ]

@@ -57,18 +57,22 @@ def generate(total: int, tiers: int = len(DEFAULT_TIERS)) -> list[Seat]:
         raise ValueError("an event needs at least one price tier")
     sections, rows, per_row = _shape(total)
     spread = math.pi * 0.9
+    pitch = 1.1  # metres between seat centres in a row
+    # The front row of each section spans its share of the arc plus an aisle,
+    # so neighbouring sections never overlap.
+    base_radius = max(10.0, sections * (per_row * pitch + 2.0) / spread)
     scored: list[tuple[float, int, str, str, int, float, float, int]] = []
     seat_id = 0
     for s in range(sections):
         angle = -spread / 2 + spread * (s + 0.5) / sections
         centrality = abs(s + 0.5 - sections / 2) / max(1.0, sections / 2)
         for r in range(rows):
-            radius = 10.0 + r * 1.2
+            radius = base_radius + r * 1.2
             for n in range(per_row):
                 if seat_id == total:
                     break
                 seat_id += 1
-                offset = (n - (per_row - 1) / 2) * 1.1
+                offset = (n - (per_row - 1) / 2) * pitch
                 x = radius * math.sin(angle) + offset * math.cos(angle)
                 y = radius * math.cos(angle) - offset * math.sin(angle)
                 depth = r / max(1, rows - 1) if rows > 1 else 0.0

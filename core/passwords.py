@@ -9,6 +9,7 @@ import os
 
 _N, _R, _P = 2**14, 8, 1
 _PREFIX = "scrypt"
+_DKLEN = 32
 
 
 def _b64(data: bytes) -> str:
@@ -21,7 +22,7 @@ def _unb64(text: str) -> bytes:
 
 def hash_password(password: str, *, n: int = _N) -> str:
     salt = os.urandom(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=_R, p=_P, dklen=32)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=_R, p=_P, dklen=_DKLEN)
     return f"{_PREFIX}${n}${_R}${_P}${_b64(salt)}${_b64(digest)}"
 
 
@@ -31,6 +32,8 @@ def verify_password(password: str, stored: str) -> bool:
         if prefix != _PREFIX:
             return False
         expected = _unb64(digest)
+        if len(expected) != _DKLEN:
+            return False
         actual = hashlib.scrypt(
             password.encode(), salt=_unb64(salt), n=int(n), r=int(r), p=int(p),
             dklen=len(expected), maxmem=2**26,

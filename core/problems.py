@@ -77,4 +77,5 @@ async def problem_handler(request: Request, exc: Exception) -> Response:
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     status = getattr(exc, "status_code", 500)
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "invalid_request")
-    return ProblemResponse(Problem(status, code))
+    headers = getattr(exc, "headers", None)
+    return ProblemResponse(Problem(status, code), headers=dict(headers) if headers else None)

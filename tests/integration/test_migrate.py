@@ -60,12 +60,13 @@ async def test_migrations_produce_the_declared_schema(pg: EmbeddedPostgres) -> N
 
 async def test_an_edited_migration_is_refused(pg: EmbeddedPostgres, tmp_path: Path) -> None:
     url = await _new_db(pg, "schema_edited")
-    for m in load_migrations():
-        (tmp_path / f"{m.version:04d}_{m.name}.sql").write_text(m.sql)
+    files = [tmp_path / f"{m.version:04d}_{m.name}.sql" for m in load_migrations()]
+    for path, m in zip(files, load_migrations(), strict=True):
+        path.write_text(m.sql)
     conn: Any = await asyncpg.connect(url)
     try:
         await migrate(conn, tmp_path)
-        first = sorted(tmp_path.iterdir())[0]
+        first = files[0]
         first.write_text(first.read_text() + "\n-- edited\n")
         with pytest.raises(MigrationError, match="changed after it was applied"):
             await migrate(conn, tmp_path)

@@ -1,0 +1,216 @@
+"""core.config: Settings.from_env."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from core.config import ConfigError, Settings
+
+BASE = {
+    "DATABASE_URL": "postgresql://user@db.example/onsale",
+    "ONSALE_SECRET_KEY": "s" * 16,
+    "ONSALE_ADMIN_TOKEN": "a" * 16,
+}
+
+
+def load(**extra: str) -> Settings:
+    return Settings.from_env({**BASE, **extra})
+
+
+def fails(env: dict[str, str], *mentions: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env)
+    message = str(info.value)
+    for word in mentions:
+        assert word in message, message
+    return info.value
+
+
+def test_minimal_environment_and_defaults() -> None:
+    s = Settings.from_env(dict(BASE))
+    assert s.database_url == BASE["DATABASE_URL"]
+    assert s.secret_key == "s" * 16
+    assert s.admin_token == "a" * 16
+    assert s.redis_url is None
+    assert s.hold_ttl_seconds == 300
+    assert s.max_tickets_per_account == 6
+    assert s.max_seats_per_hold == 6
+    assert s.db_pool_min == 2
+    assert s.db_pool_max == 20
+    assert s.db_acquire_timeout == 2.0
+    assert s.db_statement_timeout_ms == 5000
+    assert s.sweep_interval == 1.0
+    assert s.sweep_batch == 500
+    assert s.cookie_secure is False
+    assert s.session_max_age == 12 * 3600
+
+
+def test_from_env_defaults_match_the_dataclass_defaults() -> None:
+    direct = Settings(database_url=BASE["DATABASE_URL"], redis_url=None,
+                      secret_key=BASE["ONSALE_SECRET_KEY"], admin_token=BASE["ONSALE_ADMIN_TOKEN"])
+    assert Settings.from_env(dict(BASE)) == direct
+
+
+def test_settings_are_frozen() -> None:
+    s = load()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.hold_ttl_seconds = 5  # type: ignore[misc]
+
+
+def test_reads_os_environ_when_no_mapping_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in BASE.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("ONSALE_HOLD_TTL_SECONDS", "42")
+    assert Settings.from_env().hold_ttl_seconds == 42
+
+
+def test_every_value_is_read() -> None:
+    s = load(
+        REDIS_URL="redis://cache:6379/0",
+        ONSALE_HOLD_TTL_SECONDS="600",
+        ONSALE_MAX_TICKETS_PER_ACCOUNT="8",
+        ONSALE_MAX_SEATS_PER_HOLD="4",
+        ONSALE_DB_POOL_MIN="0",
+        ONSALE_DB_POOL_MAX="50",
+        ONSALE_DB_ACQUIRE_TIMEOUT="0.5",
+        ONSALE_DB_STATEMENT_TIMEOUT_MS="250",
+        ONSALE_SWEEP_INTERVAL="2.5",
+        ONSALE_SWEEP_BATCH="1000",
+        ONSALE_COOKIE_SECURE="true",
+        ONSALE_SESSION_MAX_AGE="600",
+    )
+    assert s.redis_url == "redis://cache:6379/0"
+    assert s.hold_ttl_seconds == 600
+    assert s.max_tickets_per_account == 8
+    assert s.max_seats_per_hold == 4
+    assert s.db_pool_min == 0
+    assert s.db_pool_max == 50
+    assert s.db_acquire_timeout == 0.5
+    assert s.db_statement_timeout_ms == 250
+    assert s.sweep_interval == 2.5
+    assert s.sweep_batch == 1000
+    assert s.cookie_secure is True
+    assert s.session_max_age == 600
+
+
+def test_empty_values_mean_default() -> None:
+    s = load(REDIS_URL="", ONSALE_HOLD_TTL_SECONDS="", ONSALE_COOKIE_SECURE="",
+             ONSALE_SWEEP_INTERVAL="")
+    assert s.redis_url is None
+    assert s.hold_ttl_seconds == 300
+    assert s.cookie_secure is False
+    assert s.sweep_interval == 1.0
+
+
+# --- required values -----------------------------------------------------------------------
+
+
+def test_empty_environment_names_the_database() -> None:
+    fails({}, "DATABASE_URL")
+
+
+@pytest.mark.parametrize("missing", sorted(BASE))
+def test_each_required_variable(missing: str) -> None:
+    env = {k: v for k, v in BASE.items() if k != missing}
+    fails(env, missing)
+    fails({**env, missing: ""}, missing)
+
+
+@pytest.mark.parametrize("name", ["ONSALE_SECRET_KEY", "ONSALE_ADMIN_TOKEN"])
+def test_secrets_need_sixteen_characters(name: str) -> None:
+    fails({**BASE, name: "x" * 15}, name, "16")
+    assert getattr(load(**{name: "y" * 16}), name.removeprefix("ONSALE_").lower()) == "y" * 16
+
+
+def test_error_is_a_value_error() -> None:
+    assert issubclass(ConfigError, ValueError)
+
+
+# --- integers ------------------------------------------------------------------------------
+
+INTS = [
+    ("ONSALE_HOLD_TTL_SECONDS", "hold_ttl_seconds", 1, 3600),
+    ("ONSALE_MAX_TICKETS_PER_ACCOUNT", "max_tickets_per_account", 1, 100),
+    ("ONSALE_MAX_SEATS_PER_HOLD", "max_seats_per_hold", 1, 100),
+    ("ONSALE_DB_POOL_MIN", "db_pool_min", 0, 1000),
+    ("ONSALE_DB_POOL_MAX", "db_pool_max", 1, 1000),
+    ("ONSALE_DB_STATEMENT_TIMEOUT_MS", "db_statement_timeout_ms", 10, 600000),
+    ("ONSALE_SWEEP_BATCH", "sweep_batch", 1, 100000),
+    ("ONSALE_SESSION_MAX_AGE", "session_max_age", 60, 30 * 86400),
+]
+
+
+@pytest.mark.parametrize(("var", "attr", "lo", "hi"), INTS)
+def test_integer_bounds_are_inclusive(var: str, attr: str, lo: int, hi: int) -> None:
+    assert getattr(load(**{var: str(lo)}), attr) == lo
+    assert getattr(load(**{var: str(hi)}), attr) == hi
+
+
+@pytest.mark.parametrize(("var", "attr", "lo", "hi"), INTS)
+def test_integers_out_of_range(var: str, attr: str, lo: int, hi: int) -> None:
+    fails({**BASE, var: str(lo - 1)}, var, str(lo), str(hi))
+    fails({**BASE, var: str(hi + 1)}, var, str(lo), str(hi))
+
+
+@pytest.mark.parametrize(("var", "attr", "lo", "hi"), INTS)
+@pytest.mark.parametrize("raw", ["abc", "1.5", "5s", "0x10", "1e3", "--5", "true"])
+def test_malformed_integers(var: str, attr: str, lo: int, hi: int, raw: str) -> None:
+    fails({**BASE, var: raw}, var, repr(raw))
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+FLOATS = [
+    ("ONSALE_DB_ACQUIRE_TIMEOUT", "db_acquire_timeout"),
+    ("ONSALE_SWEEP_INTERVAL", "sweep_interval"),
+]
+
+
+@pytest.mark.parametrize(("var", "attr"), FLOATS)
+@pytest.mark.parametrize(("raw", "value"), [("0.25", 0.25), ("3", 3.0), ("1e-3", 0.001)])
+def test_numbers(var: str, attr: str, raw: str, value: float) -> None:
+    assert getattr(load(**{var: raw}), attr) == value
+
+
+@pytest.mark.parametrize(("var", "attr"), FLOATS)
+@pytest.mark.parametrize("raw", ["0", "-1", "-0.5", "0.0"])
+def test_numbers_must_be_positive(var: str, attr: str, raw: str) -> None:
+    fails({**BASE, var: raw}, var, "positive")
+
+
+@pytest.mark.parametrize(("var", "attr"), FLOATS)
+@pytest.mark.parametrize("raw", ["abc", "1,5", "2s", "one"])
+def test_malformed_numbers(var: str, attr: str, raw: str) -> None:
+    fails({**BASE, var: raw}, var, repr(raw))
+
+
+@pytest.mark.parametrize(("var", "attr"), FLOATS)
+def test_nan_is_not_a_positive_number(var: str, attr: str) -> None:
+    """float('nan') parses, and ``nan <= 0`` is False, so the positivity check lets it in."""
+    fails({**BASE, var: "nan"}, var)
+
+
+# --- booleans ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["1", "true", "TRUE", "True", "yes", "YES", "on", "On"])
+def test_true_values(raw: str) -> None:
+    assert load(ONSALE_COOKIE_SECURE=raw).cookie_secure is True
+
+
+@pytest.mark.parametrize("raw", ["0", "false", "FALSE", "no", "No", "off", "OFF"])
+def test_false_values(raw: str) -> None:
+    # False is also the default; test_true_values and test_malformed_booleans show the
+    # variable is read at all.
+    assert load(ONSALE_COOKIE_SECURE=raw).cookie_secure is False
+
+
+@pytest.mark.parametrize("raw", ["maybe", "2", "-1", "y", "n", "enabled", "t", "f", " "])
+def test_malformed_booleans(raw: str) -> None:
+    fails({**BASE, "ONSALE_COOKIE_SECURE": raw}, "ONSALE_COOKIE_SECURE", repr(raw))
+
+
+def test_unrelated_variables_are_ignored() -> None:
+    assert load(ONSALE_UNKNOWN="whatever", PATH="/bin") == load()
