@@ -12,7 +12,7 @@ class ConfigError(ValueError):
     """A configuration value is missing or malformed."""
 
 
-def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def env_int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -80,20 +80,27 @@ class Settings:
         admin = env.get("ONSALE_ADMIN_TOKEN", "")
         if len(admin) < 16:
             raise ConfigError("ONSALE_ADMIN_TOKEN must be set to at least 16 characters")
+        pool_max = env_int(env, "ONSALE_DB_POOL_MAX", 20, 1, 1000)
+        pool_min = env_int(env, "ONSALE_DB_POOL_MIN", min(2, pool_max), 0, 1000)
+        if pool_min > pool_max:
+            raise ConfigError(
+                f"ONSALE_DB_POOL_MIN ({pool_min}) must not exceed ONSALE_DB_POOL_MAX ({pool_max})"
+            )
         return cls(
             database_url=database_url,
             redis_url=env.get("REDIS_URL") or None,
             secret_key=secret,
             admin_token=admin,
-            hold_ttl_seconds=_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
-            max_tickets_per_account=_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
-            max_seats_per_hold=_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
-            db_pool_min=_int(env, "ONSALE_DB_POOL_MIN", 2, 0, 1000),
-            db_pool_max=_int(env, "ONSALE_DB_POOL_MAX", 20, 1, 1000),
+            hold_ttl_seconds=env_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
+            max_tickets_per_account=env_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
+            max_seats_per_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
+            db_pool_min=pool_min,
+            db_pool_max=pool_max,
             db_acquire_timeout=_float(env, "ONSALE_DB_ACQUIRE_TIMEOUT", 2.0),
-            db_statement_timeout_ms=_int(env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600000),
+            db_statement_timeout_ms=env_int(
+                env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
-            sweep_batch=_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
+            sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
             cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
-            session_max_age=_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
+            session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
         )

@@ -10,6 +10,7 @@ from core.layout import DEFAULT_TIERS
 from core.problems import Problem
 
 MAX_SEATS = 500_000
+MAX_PRICE_MINOR = 10**12
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def parse_event_spec(
     if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
         raise _bad("name must be 1 to 200 characters.")
     venue = body.get("venue_name", "Main Arena")
-    if not isinstance(venue, str) or not 1 <= len(venue) <= 200:
+    if not isinstance(venue, str) or not 1 <= len(venue.strip()) <= 200:
         raise _bad("venue_name must be 1 to 200 characters.")
     currency = body.get("currency", "USD")
     if (not isinstance(currency, str) or len(currency) != 3
@@ -76,9 +77,12 @@ def parse_event_spec(
         parsed: list[tuple[str, int]] = []
         for tier in raw_tiers:
             if (not isinstance(tier, dict) or not isinstance(tier.get("name"), str)
-                    or type(tier.get("price_minor")) is not int or tier["price_minor"] < 0):
-                raise _bad("each price tier is {name, price_minor} with price_minor >= 0.")
-            parsed.append((tier["name"], tier["price_minor"]))
+                    or not 1 <= len(tier["name"].strip()) <= 50
+                    or type(tier.get("price_minor")) is not int
+                    or not 0 <= tier["price_minor"] <= MAX_PRICE_MINOR):
+                raise _bad("each price tier is {name, price_minor} with a 1-50 character name"
+                           f" and 0 <= price_minor <= {MAX_PRICE_MINOR}.")
+            parsed.append((tier["name"].strip(), tier["price_minor"]))
         tiers = tuple(parsed)
     onsale_at = _time(body, "onsale_at", now)
     starts_at = _time(body, "starts_at", onsale_at + timedelta(days=30))

@@ -128,10 +128,12 @@ SCHEMAS: dict[str, Any] = {
     "HoldRequest": {"oneOf": [
         {"type": "object", "required": ["seat_ids"], "properties": {
             "seat_ids": {"type": "array", "items": {"type": "integer"},
-                         "minItems": 1, "maxItems": 6, "uniqueItems": True}}},
+                         "minItems": 1, "uniqueItems": True,
+                         "description": "At most the event's max_seats_per_hold (default 6)"}}},
         {"type": "object", "required": ["best_available"], "properties": {
             "best_available": {"type": "object", "required": ["quantity"], "properties": {
-                "quantity": {"type": "integer", "minimum": 1, "maximum": 6},
+                "quantity": {"type": "integer", "minimum": 1,
+                             "description": "At most the event's max_seats_per_hold"},
                 "section": {"type": "string"}, "together": {"type": "boolean"}}}}}]},
     "Hold": {"type": "object", "properties": {
         "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},

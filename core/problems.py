@@ -13,7 +13,7 @@ TITLES: dict[str, str] = {
     "invalid_request": "The request is malformed",
     "invalid_seats": "The seat selection is not valid",
     "invalid_email": "The email address is not valid",
-    "weak_password": "The password is too short",
+    "weak_password": "The password must be 8 to 256 characters",
     "email_taken": "An account with this email already exists",
     "bad_credentials": "Email or password is wrong",
     "authentication_required": "Sign in first",
@@ -27,7 +27,9 @@ TITLES: dict[str, str] = {
     "price_changed": "The price changed since the seats were held",
     "seats_unavailable": "Some of the requested seats are not available",
     "ticket_limit_exceeded": "This would exceed the ticket limit for your account",
-    "inventory_unavailable": "Seat inventory is temporarily unavailable; nothing was changed",
+    "inventory_unavailable": (
+        "Seat inventory is temporarily unavailable; retry with the same Idempotency-Key"
+    ),
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",

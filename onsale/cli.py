@@ -16,11 +16,11 @@ from typing import Any
 import asyncpg
 
 from core.audit import format_report, run_audit, violations
-from core.config import ConfigError, Settings
+from core.config import ConfigError, Settings, env_int
 from core.db import init_connection, queries
-from core.event_spec import parse_event_spec
+from core.event_spec import EventSpec, parse_event_spec
 from core.event_store import create_event
-from core.migrate import migrate
+from core.migrate import MigrationError, migrate
 from onsale.embedded import EmbeddedError, EmbeddedPostgres, start_postgres, start_valkey
 
 DEMO_EVENT = "onsale demo night"
@@ -89,21 +89,25 @@ async def _seed(url: str, seats: int) -> tuple[int, bool]:
         existing = await conn.fetchval(queries("events")["event_by_name"], DEMO_EVENT)
         if existing is not None:
             return int(existing), False
-        spec = parse_event_spec({"name": DEMO_EVENT, "seats": seats}, default_ttl=300,
-                                default_limit=6, default_max_hold=6)
+        spec = event_spec({"name": DEMO_EVENT, "seats": seats})
         return await create_event(conn, spec), True
     finally:
         await conn.close()
 
 
-async def _create_event(url: str, body: dict[str, Any]) -> int:
-    settings_env = os.environ
-    spec = parse_event_spec(
+def event_spec(body: dict[str, Any]) -> EventSpec:
+    """An event spec with per-event defaults from the environment (validated like Settings)."""
+    env = os.environ
+    return parse_event_spec(
         body,
-        default_ttl=int(settings_env.get("ONSALE_HOLD_TTL_SECONDS", "300")),
-        default_limit=int(settings_env.get("ONSALE_MAX_TICKETS_PER_ACCOUNT", "6")),
-        default_max_hold=int(settings_env.get("ONSALE_MAX_SEATS_PER_HOLD", "6")),
+        default_ttl=env_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
+        default_limit=env_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
+        default_max_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
     )
+
+
+async def _create_event(url: str, body: dict[str, Any]) -> int:
+    spec = event_spec(body)
     conn = await _connect(url)
     try:
         return await create_event(conn, spec)
@@ -181,15 +185,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    with database_url() as url:
-        applied = asyncio.run(_migrate(url))
+    try:
+        with database_url() as url:
+            applied = asyncio.run(_migrate(url))
+    except (MigrationError, EmbeddedError, OSError, asyncpg.PostgresError) as exc:
+        print(f"onsale migrate: {exc}", file=sys.stderr)
+        return 2
     print(f"applied {applied}" if applied else "schema is up to date")
     return 0
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    with database_url() as url:
-        return asyncio.run(_audit(url))
+    """Exit 0: no violation; 1: violations printed; 2: could not run the checks."""
+    try:
+        with database_url() as url:
+            return asyncio.run(_audit(url))
+    except (EmbeddedError, OSError, asyncpg.PostgresError) as exc:
+        print(f"onsale audit: could not run the checks: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_event_create(args: argparse.Namespace) -> int:
@@ -206,6 +219,9 @@ def cmd_event_create(args: argparse.Namespace) -> int:
             event_id = asyncio.run(_create_event(url, body))
     except Problem as exc:
         print(f"onsale event create: {exc.detail}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"onsale event create: {exc}", file=sys.stderr)
         return 2
     print(event_id)
     return 0

@@ -336,6 +336,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_n integer;
 BEGIN
+    -- The documented lock order: the hold row before its seats.
+    PERFORM 1 FROM holds WHERE hold_id = p_hold_id FOR UPDATE;
     WITH h AS (SELECT event_id, seat_ids FROM holds WHERE hold_id = p_hold_id),
     locked AS (
         SELECT si.event_id, si.seat_id FROM seat_inventory si, h

@@ -271,3 +271,13 @@ def test_bad_tier_lists(tiers: Any) -> None:
 )
 def test_bad_tiers(tier: Any) -> None:
     rejected({"name": "x", "price_tiers": [{"name": "ok", "price_minor": 1}, tier]}, "price tier")
+
+
+@pytest.mark.parametrize("tier", [{"name": "", "price_minor": 1},
+                                  {"name": "   ", "price_minor": 1},
+                                  {"name": "Huge", "price_minor": 10**12 + 1}])
+def test_tier_names_and_prices_are_bounded(tier: dict[str, Any]) -> None:
+    with pytest.raises(Problem) as info:
+        parse_event_spec({"name": "x", "price_tiers": [tier]}, default_ttl=300,
+                         default_limit=6, default_max_hold=6)
+    assert info.value.code == "invalid_request"
