@@ -10,8 +10,6 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -79,7 +77,6 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
 
     app = Starlette(
         routes=core_routes(),
-        middleware=[Middleware(GZipMiddleware, minimum_size=2048)],
         exception_handlers={
             Problem: problem_handler,
             HTTPException: http_exception_handler,

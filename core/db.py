@@ -51,10 +51,21 @@ async def init_connection(conn: Any) -> None:
         )
 
 
+async def keep_session(conn: Any) -> None:
+    """Pool reset without a round trip.
+
+    asyncpg's default reset runs ``RESET ALL; UNLISTEN *; ...`` on every release,
+    a second round trip per request. Core never changes session state (settings
+    come from ``server_settings``, advisory locks are transaction-scoped), and
+    the pool still rolls back any open transaction before calling this.
+    """
+
+
 async def create_pool(settings: Settings) -> Any:
     return await asyncpg.create_pool(
         settings.database_url,
         init=init_connection,
+        reset=keep_session,
         min_size=settings.db_pool_min,
         max_size=settings.db_pool_max,
         command_timeout=settings.db_statement_timeout_ms / 1000 + 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 from core.db import queries
@@ -31,5 +32,6 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
         )
         await conn.execute(q["fill_inventory"], event_id)
         body, etag = venue_document(event_id, seats, tiers)
-        await conn.execute(q["insert_layout"], event_id, etag, body)
+        await conn.execute(q["insert_layout"], event_id, etag, body,
+                           gzip.compress(body.encode(), compresslevel=9, mtime=0))
     return event_id

@@ -66,9 +66,13 @@ async def get_venue(request: Request) -> Response:
     if row is None:
         raise Problem(404, "event_not_found")
     etag = f'"{row["etag"]}"'
-    headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable"}
+    headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable",
+               "Vary": "Accept-Encoding"}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(row["body_gzip"], media_type="application/json", headers=headers)
     return Response(row["body"], media_type="application/json", headers=headers)
 
 

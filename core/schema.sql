@@ -50,11 +50,13 @@ CREATE TABLE seats (
 );
 CREATE INDEX seats_rank_idx ON seats (event_id, rank);
 
--- The venue layout as served to browsers: content-addressed by etag.
+-- The venue layout as served to browsers: content-addressed by etag, stored
+-- compressed once so no request pays for gzip.
 CREATE TABLE venue_layouts (
-    event_id bigint PRIMARY KEY REFERENCES events,
-    etag     text NOT NULL,
-    body     text NOT NULL
+    event_id  bigint PRIMARY KEY REFERENCES events,
+    etag      text NOT NULL,
+    body      text NOT NULL,
+    body_gzip bytea NOT NULL
 );
 
 -- One narrow hot row per seat. No secondary index on hold_id so that status

@@ -163,6 +163,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     except (ConfigError, EmbeddedError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
         return 2
+    except MigrationError as exc:
+        print(f"onsale dev: {exc}. The development database in {base} predates this "
+              "version; remove that directory to start over.", file=sys.stderr)
+        return 2
     finally:
         for server in reversed(started):
             server.stop()

@@ -12,7 +12,7 @@ INSERT INTO seat_inventory (event_id, seat_id)
 SELECT event_id, seat_id FROM seats WHERE event_id = $1 ORDER BY seat_id;
 
 -- name: insert_layout
-INSERT INTO venue_layouts (event_id, etag, body) VALUES ($1, $2, $3);
+INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, $4);
 
 -- name: list_events
 SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
@@ -41,7 +41,7 @@ FROM events e
 WHERE e.event_id = $1;
 
 -- name: get_layout
-SELECT etag, body FROM venue_layouts WHERE event_id = $1;
+SELECT etag, body, body_gzip FROM venue_layouts WHERE event_id = $1;
 
 -- name: event_by_name
 SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;
