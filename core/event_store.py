@@ -34,4 +34,7 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
         body, etag = venue_document(event_id, seats, tiers)
         await conn.execute(q["insert_layout"], event_id, etag, body,
                            gzip.compress(body.encode(), compresslevel=9, mtime=0))
+    # Fresh statistics before the first hold: a sale can open right after
+    # creation, long before autovacuum would analyze the new rows.
+    await conn.execute(q["analyze_inventory"])
     return event_id

@@ -49,7 +49,8 @@ async def create_hold(
     digest: str,
     request: HoldRequest,
 ) -> HoldOutcome:
-    """Run one hold decision; deadlocks (should one ever happen) are retried."""
+    """Run one hold decision. Deadlocks (should one ever happen) are retried, and
+    so is losing the idempotency insert to a concurrent twin (the retry replays)."""
     q = queries("holds")
     started = time.perf_counter()
     code = "internal_error"
@@ -80,6 +81,8 @@ async def create_hold(
                     ) from exc
                 raise
             except asyncpg.PostgresError as exc:
+                if getattr(exc, "sqlstate", "") == "OSRTY" and attempt < DEADLOCK_RETRIES:
+                    continue  # a twin request with our key committed first: replay it
                 problem = problem_from_db(exc)
                 if problem is None:
                     raise

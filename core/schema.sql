@@ -1,6 +1,8 @@
 -- The declared schema: what the database looks like after every migration.
 -- tests/integration/test_migrate.py proves the migrations produce exactly this.
 
+-- 0001: accounts, events, venue layout, seat inventory, holds, orders, outbox.
+-- The authoritative inventory lives here and nowhere else (docs/architecture.md).
 
 CREATE TABLE accounts (
     account_id    uuid PRIMARY KEY DEFAULT uuidv7(),
@@ -161,34 +163,66 @@ CREATE TABLE outbox (
     published_at timestamptz
 );
 CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS NULL;
+
+-- 0002: the hold decision as one database round trip.
+--
+-- Every function raises a stable error (SQLSTATE class 'OS', MESSAGE = the
+-- problem code, DETAIL = JSON) so that a failed decision rolls back all of its
+-- writes, the idempotency reservation included. core/hold_store.py maps them.
+--
+-- Lock order, everywhere: per-(event, account) advisory lock -> hold row ->
+-- seat rows in seat_id order -> idempotency row (inserted last, with the
+-- response). The sweeper takes hold and seat rows with SKIP LOCKED and never
+-- waits.
+
+-- The stored response for (account, key), NULL if the key is new; a key
+-- reused for a different request is refused.
+CREATE FUNCTION onsale_replay(p_account_id uuid, p_key text, p_digest text)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_prev record;
+BEGIN
+    SELECT k.digest, k.status_code, k.response INTO v_prev
+    FROM idempotency_keys k WHERE k.account_id = p_account_id AND k.key = p_key;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF v_prev.digest <> p_digest THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'idempotency_conflict', DETAIL = '{}';
+    END IF;
+    RETURN jsonb_build_object('status_code', v_prev.status_code, 'body', v_prev.response);
+END $$;
+
+-- Replay a request that a concurrent twin (same key) completed while we
+-- waited, or refuse with seats_unavailable.
+CREATE FUNCTION onsale_unavailable(
+    p_account_id uuid, p_key text, p_digest text, p_taken integer[]
+) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    v_replay jsonb := onsale_replay(p_account_id, p_key, p_digest);
+BEGIN
+    IF v_replay IS NOT NULL THEN
+        RETURN v_replay;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
+        DETAIL = jsonb_build_object('unavailable_seat_ids', to_jsonb(coalesce(p_taken, '{}')))::text;
+END $$;
+
+-- Load the event and check the request size. Returns the stored response
+-- when the key was used before (replay, no new state).
 CREATE FUNCTION onsale_hold_prelude(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_quantity integer,
-    OUT replay jsonb, OUT ttl integer, OUT currency char(3)
+    OUT replay jsonb, OUT ttl integer, OUT currency char(3), OUT max_tickets integer
 ) LANGUAGE plpgsql AS $$
 DECLARE
-    v_inserted integer;
-    v_prev record;
     v_max_seats integer;
-    v_max_tickets integer;
-    v_current bigint;
 BEGIN
-    INSERT INTO idempotency_keys (account_id, key, digest)
-    VALUES (p_account_id, p_key, p_digest)
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    IF v_inserted = 0 THEN
-        SELECT digest, status_code, response INTO v_prev
-        FROM idempotency_keys WHERE account_id = p_account_id AND key = p_key;
-        IF v_prev.digest <> p_digest THEN
-            RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'idempotency_conflict',
-                DETAIL = '{}';
-        END IF;
-        replay := jsonb_build_object('status_code', v_prev.status_code, 'body', v_prev.response);
+    replay := onsale_replay(p_account_id, p_key, p_digest);
+    IF replay IS NOT NULL THEN
         RETURN;
     END IF;
-
     SELECT e.hold_ttl_seconds, e.currency, e.max_seats_per_hold, e.max_tickets_per_account
-    INTO ttl, currency, v_max_seats, v_max_tickets
+    INTO ttl, currency, v_max_seats, max_tickets
     FROM events e WHERE e.event_id = p_event_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'event_not_found', DETAIL = '{}';
@@ -197,24 +231,35 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
             DETAIL = jsonb_build_object('max_seats_per_hold', v_max_seats)::text;
     END IF;
+END $$;
 
-    -- Serialise this account's holds for this event, then count what it owns.
+-- Serialise this account's holds for this event, then count what it owns:
+-- live holds, holds in payment, and sold seats.
+CREATE FUNCTION onsale_hold_limit(
+    p_event_id bigint, p_account_id uuid, p_quantity integer, p_max integer
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_current bigint;
+BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, p_event_id));
     SELECT coalesce(sum(h.seat_count), 0) INTO v_current
     FROM holds h
     WHERE h.event_id = p_event_id AND h.account_id = p_account_id
       AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
            OR (h.status = 'HELD' AND h.expires_at > now()));
-    IF v_current + p_quantity > v_max_tickets THEN
+    IF v_current + p_quantity > p_max THEN
         RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
-            DETAIL = jsonb_build_object('limit', v_max_tickets, 'owned', v_current,
+            DETAIL = jsonb_build_object('limit', p_max, 'owned', v_current,
                                         'requested', p_quantity)::text;
     END IF;
 END $$;
 
--- Write the hold on seats already locked by the caller (sorted ids).
+-- Write the hold on seats already locked by the caller (sorted ids). The
+-- idempotency record commits with it; if a concurrent twin with the same key
+-- got there first, everything rolls back and the caller retries (OSRTY),
+-- which then replays the twin's response.
 CREATE FUNCTION onsale_hold_commit(
-    p_event_id bigint, p_account_id uuid, p_key text, p_seat_ids integer[],
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],
     p_ttl integer, p_currency char(3)
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -223,6 +268,7 @@ DECLARE
     v_seats jsonb;
     v_amount bigint;
     v_body jsonb;
+    v_inserted integer;
 BEGIN
     UPDATE seat_inventory
     SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
@@ -235,28 +281,31 @@ BEGIN
                ORDER BY s.seat_id),
            sum(pt.price_minor)
     INTO v_seats, v_amount
-    FROM seat_inventory si
-    JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
-    JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
-                       AND pt.price_version = si.price_version
-    WHERE si.event_id = p_event_id AND si.seat_id = ANY (p_seat_ids);
-
-    INSERT INTO holds (hold_id, event_id, account_id, idempotency_key, status, seat_ids, seats,
-                       seat_count, amount_minor, currency, expires_at)
-    VALUES (v_hold_id, p_event_id, p_account_id, p_key, 'HELD', p_seat_ids, v_seats,
-            cardinality(p_seat_ids), v_amount, p_currency, v_expires);
+    FROM unnest(p_seat_ids) AS x(seat_id)
+    JOIN seat_inventory si ON si.event_id = p_event_id AND si.seat_id = x.seat_id
+    JOIN seats s ON s.event_id = p_event_id AND s.seat_id = x.seat_id
+    JOIN price_tiers pt ON pt.event_id = p_event_id AND pt.tier_id = s.tier_id
+                       AND pt.price_version = si.price_version;
 
     v_body := jsonb_build_object(
         'hold_id', v_hold_id, 'event_id', p_event_id, 'status', 'HELD',
         'expires_at', to_char(v_expires AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
         'seats', v_seats, 'amount_minor', v_amount, 'currency', p_currency);
 
+    INSERT INTO idempotency_keys (account_id, key, digest, status_code, response, resource_id)
+    VALUES (p_account_id, p_key, p_digest, 201, v_body, v_hold_id)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'OSRTY', MESSAGE = 'idempotency_retry', DETAIL = '{}';
+    END IF;
+
+    INSERT INTO holds (hold_id, event_id, account_id, idempotency_key, status, seat_ids, seats,
+                       seat_count, amount_minor, currency, expires_at)
+    VALUES (v_hold_id, p_event_id, p_account_id, p_key, 'HELD', p_seat_ids, v_seats,
+            cardinality(p_seat_ids), v_amount, p_currency, v_expires);
     INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
     VALUES (p_event_id, v_hold_id, 'hold.created', v_body);
-
-    UPDATE idempotency_keys
-    SET status_code = 201, response = v_body, resource_id = v_hold_id
-    WHERE account_id = p_account_id AND key = p_key;
     RETURN v_body;
 END $$;
 
@@ -271,15 +320,16 @@ DECLARE
     v_sorted integer[];
     v_found integer;
     v_taken integer[];
+    v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
+    lock_wait_ms := 0;
+    replayed := true;
     SELECT * INTO v_pre
     FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, cardinality(p_seat_ids));
     IF v_pre.replay IS NOT NULL THEN
         status_code := (v_pre.replay ->> 'status_code')::integer;
         body := v_pre.replay -> 'body';
-        lock_wait_ms := 0;
-        replayed := true;
         RETURN;
     END IF;
 
@@ -288,6 +338,24 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
             DETAIL = '{"reason": "duplicate"}';
     END IF;
+
+    -- Fail fast without locking when a seat is already taken in committed
+    -- state: on a hot seat most attempts lose, and they should not queue for
+    -- the row lock (and the winner's commit) only to learn that. A seat that
+    -- looks free here is still decided under the lock below.
+    SELECT array_agg(si.seat_id ORDER BY si.seat_id) INTO v_taken
+    FROM seat_inventory si
+    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted)
+      AND NOT (si.status = 'AVAILABLE'
+               OR (si.status = 'HELD' AND si.hold_expires_at <= now()));
+    IF v_taken IS NOT NULL THEN
+        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        RETURN;
+    END IF;
+
+    PERFORM onsale_hold_limit(p_event_id, p_account_id, cardinality(v_sorted), v_pre.max_tickets);
 
     -- Lock the requested rows in seat_id order (the sort runs below the lock).
     v_t0 := clock_timestamp();
@@ -311,11 +379,14 @@ BEGIN
                                   WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
     END IF;
     IF v_taken IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
-            DETAIL = jsonb_build_object('unavailable_seat_ids', to_jsonb(v_taken))::text;
+        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        RETURN;
     END IF;
 
-    body := onsale_hold_commit(p_event_id, p_account_id, p_key, v_sorted, v_pre.ttl, v_pre.currency);
+    body := onsale_hold_commit(p_event_id, p_account_id, p_key, p_digest, v_sorted,
+                               v_pre.ttl, v_pre.currency);
     status_code := 201;
     replayed := false;
 END $$;
@@ -332,17 +403,19 @@ CREATE FUNCTION onsale_hold_best(
 DECLARE
     v_pre record;
     v_ids integer[];
+    v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
+    lock_wait_ms := 0;
+    replayed := true;
     SELECT * INTO v_pre
     FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, p_quantity);
     IF v_pre.replay IS NOT NULL THEN
         status_code := (v_pre.replay ->> 'status_code')::integer;
         body := v_pre.replay -> 'body';
-        lock_wait_ms := 0;
-        replayed := true;
         RETURN;
     END IF;
+    PERFORM onsale_hold_limit(p_event_id, p_account_id, p_quantity, v_pre.max_tickets);
 
     v_t0 := clock_timestamp();
     WITH cand AS MATERIALIZED (
@@ -373,13 +446,15 @@ BEGIN
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
 
     IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
-            DETAIL = jsonb_build_object('unavailable_seat_ids', '[]'::jsonb,
-                                        'best_available', true)::text;
+        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, '{}');
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        RETURN;
     END IF;
     SELECT array_agg(x ORDER BY x) INTO v_ids FROM unnest(v_ids) AS x;
 
-    body := onsale_hold_commit(p_event_id, p_account_id, p_key, v_ids, v_pre.ttl, v_pre.currency);
+    body := onsale_hold_commit(p_event_id, p_account_id, p_key, p_digest, v_ids,
+                               v_pre.ttl, v_pre.currency);
     status_code := 201;
     replayed := false;
 END $$;
@@ -512,6 +587,10 @@ BEGIN
     WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now();
     RETURN v_n;
 END $$;
+
+-- 0003: the sale step. Checkout calls this once the payment is authorized:
+-- re-lock the seats, check hold id, status, deadline and price, then SOLD +
+-- CONFIRMED order + outbox in one transaction. Idempotent on the hold.
 CREATE FUNCTION onsale_confirm_hold(p_hold_id uuid, p_account_id uuid)
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE

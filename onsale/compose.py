@@ -55,3 +55,10 @@ def build_app(role: str, settings: Settings) -> Starlette:
 
 
 
+
+
+def app_from_env() -> Starlette:
+    """Factory for multi-process serving: role from ONSALE_ROLE, settings from the environment."""
+    import os
+
+    return build_app(os.environ.get("ONSALE_ROLE", "core"), Settings.from_env())

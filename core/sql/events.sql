@@ -45,3 +45,6 @@ SELECT etag, body, body_gzip FROM venue_layouts WHERE event_id = $1;
 
 -- name: event_by_name
 SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;
+
+-- name: analyze_inventory
+ANALYZE seats, seat_inventory, price_tiers;

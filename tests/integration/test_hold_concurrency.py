@@ -158,3 +158,23 @@ async def test_racing_holds_sweeper_and_best_available_never_overlap(
           AND a.created_at < b.expires_at AND b.created_at < a.expires_at""")
     assert overlaps == []
     await audit_clean(conn)
+
+
+@pytest.mark.parametrize("body", [{"seat_ids": [3, 4]},
+                                  {"best_available": {"quantity": 2, "together": True}}])
+async def test_concurrent_twins_with_one_key_get_one_hold(
+    api: Api, conn: Any, body: dict[str, Any],
+) -> None:
+    """A client that retries while its first request is still in flight (same key,
+    same body, 20 copies at once) gets one hold, and every copy sees it."""
+    event_id = await api.create_event(seats=30)
+    account = (await _accounts(conn, 1))[0]
+    async with api.client(account) as c:
+        responses = await asyncio.gather(*(
+            c.post(f"/api/events/{event_id}/holds", json=body,
+                   headers={"Idempotency-Key": "twin"}) for _ in range(20)))
+    assert {r.status_code for r in responses} == {201}, [r.text for r in responses][:3]
+    assert len({r.json()["hold_id"] for r in responses}) == 1
+    assert sum(r.headers.get("idempotent-replayed") == "true" for r in responses) == 19
+    assert await conn.fetchval("SELECT count(*) FROM holds") == 1
+    await audit_clean(conn)
