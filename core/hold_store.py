@@ -87,8 +87,11 @@ async def create_hold(
                 if problem is None:
                     raise
                 raise problem from exc
-        body = json.loads(row["body"]) if isinstance(row["body"], str) else row["body"]
+        body = row["body"]
         replayed = bool(row["replayed"])
+        if row["status_code"] >= 400:  # an answer, not an error: nothing was written
+            extra = dict(body)
+            raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
         metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
         code = "replayed" if replayed else "created"
         return HoldOutcome(int(row["status_code"]), body, replayed)

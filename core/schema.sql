@@ -194,7 +194,8 @@ BEGIN
 END $$;
 
 -- Replay a request that a concurrent twin (same key) completed while we
--- waited, or refuse with seats_unavailable.
+-- waited, or answer 409 seats_unavailable. Returned rather than raised: the
+-- losing path has written nothing, and most attempts on a hot seat lose.
 CREATE FUNCTION onsale_unavailable(
     p_account_id uuid, p_key text, p_digest text, p_taken integer[]
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -202,10 +203,12 @@ DECLARE
     v_replay jsonb := onsale_replay(p_account_id, p_key, p_digest);
 BEGIN
     IF v_replay IS NOT NULL THEN
-        RETURN v_replay;
+        RETURN v_replay || '{"replayed": true}';
     END IF;
-    RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
-        DETAIL = jsonb_build_object('unavailable_seat_ids', to_jsonb(coalesce(p_taken, '{}')))::text;
+    RETURN jsonb_build_object(
+        'status_code', 409, 'replayed', false,
+        'body', jsonb_build_object('code', 'seats_unavailable',
+                                   'unavailable_seat_ids', to_jsonb(coalesce(p_taken, '{}'))));
 END $$;
 
 -- Load the event and check the request size. Returns the stored response
@@ -352,6 +355,7 @@ BEGIN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
         body := v_replay -> 'body';
+        replayed := (v_replay ->> 'replayed')::boolean;
         RETURN;
     END IF;
 
@@ -382,6 +386,7 @@ BEGIN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
         body := v_replay -> 'body';
+        replayed := (v_replay ->> 'replayed')::boolean;
         RETURN;
     END IF;
 
@@ -449,6 +454,7 @@ BEGIN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, '{}');
         status_code := (v_replay ->> 'status_code')::integer;
         body := v_replay -> 'body';
+        replayed := (v_replay ->> 'replayed')::boolean;
         RETURN;
     END IF;
     SELECT array_agg(x ORDER BY x) INTO v_ids FROM unnest(v_ids) AS x;
