@@ -15,6 +15,7 @@ from core.inputs import json_object
 from core.passwords import DUMMY_HASH, hash_password, verify_password
 from core.problems import Problem
 from core.sessions import SessionCodec, current_account
+from core.timefmt import utc_iso
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 MIN_PASSWORD = 8
@@ -37,7 +38,7 @@ def _account_json(row: Any) -> dict[str, Any]:
     return {
         "account_id": str(row["account_id"]),
         "email": row["email"],
-        "created_at": row["created_at"].isoformat(),
+        "created_at": utc_iso(row["created_at"]),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class ConfigError(ValueError):
@@ -66,19 +66,20 @@ class Settings:
     sweep_batch: int = 500
     cookie_secure: bool = False
     session_max_age: int = 12 * 3600
-    extra: dict[str, str] = field(default_factory=dict)
-
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
+    ) -> Settings:
+        """Read settings; ``require_secrets=False`` for roles that sign nothing (worker)."""
         env = os.environ if env is None else env
         database_url = env.get("DATABASE_URL", "")
         if not database_url:
             raise ConfigError("DATABASE_URL is not set (onsale dev starts its own PostgreSQL)")
         secret = env.get("ONSALE_SECRET_KEY", "")
-        if len(secret) < 16:
+        if require_secrets and len(secret) < 16:
             raise ConfigError("ONSALE_SECRET_KEY must be set to at least 16 characters")
         admin = env.get("ONSALE_ADMIN_TOKEN", "")
-        if len(admin) < 16:
+        if require_secrets and len(admin) < 16:
             raise ConfigError("ONSALE_ADMIN_TOKEN must be set to at least 16 characters")
         pool_max = env_int(env, "ONSALE_DB_POOL_MAX", 20, 1, 1000)
         pool_min = env_int(env, "ONSALE_DB_POOL_MIN", min(2, pool_max), 0, 1000)

@@ -15,10 +15,7 @@ from core.event_store import create_event
 from core.inputs import int_path, json_object
 from core.problems import Problem
 from core.sessions import require_admin
-
-
-def _iso(value: Any) -> str:
-    return str(value.isoformat().replace("+00:00", "Z"))
+from core.timefmt import utc_iso
 
 
 def event_json(row: Any) -> dict[str, Any]:
@@ -26,8 +23,8 @@ def event_json(row: Any) -> dict[str, Any]:
         "event_id": row["event_id"],
         "name": row["name"],
         "venue_name": row["venue_name"],
-        "starts_at": _iso(row["starts_at"]),
-        "onsale_at": _iso(row["onsale_at"]),
+        "starts_at": utc_iso(row["starts_at"]),
+        "onsale_at": utc_iso(row["onsale_at"]),
         "currency": row["currency"],
         "seat_count": row["seat_count"],
         "hold_ttl_seconds": row["hold_ttl_seconds"],

@@ -16,6 +16,7 @@ from core.hold_store import create_hold, problem_from_db
 from core.inputs import idempotency_key, int_path, json_object
 from core.problems import Problem
 from core.sessions import current_account
+from core.timefmt import utc_iso
 
 
 def hold_id_path(request: Request) -> uuid.UUID:
@@ -47,7 +48,7 @@ def hold_json(row: Any) -> dict[str, Any]:
         "hold_id": str(row["hold_id"]),
         "event_id": row["event_id"],
         "status": effective_status(row["status"], row["expires_at"], row["db_now"]),
-        "expires_at": row["expires_at"].isoformat().replace("+00:00", "Z"),
+        "expires_at": utc_iso(row["expires_at"]),
         "seats": row["seats"],
         "amount_minor": row["amount_minor"],
         "currency": row["currency"],

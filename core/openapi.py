@@ -63,7 +63,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "401": _problem("authentication_required"),
             "404": _problem("event_not_found"),
             "409": _problem("seats_unavailable", "ticket_limit_exceeded",
-                            "idempotency_conflict"),
+                            "idempotency_conflict", "sale_not_open"),
             "503": _problem("inventory_unavailable")}}},
     "/api/holds/{hold_id}": {
         "get": {"summary": "One of your holds", "parameters": [_HOLD],

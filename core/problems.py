@@ -24,6 +24,7 @@ TITLES: dict[str, str] = {
     "hold_not_found": "No such hold",
     "hold_not_releasable": "This hold can no longer be released",
     "hold_expired": "This hold has expired",
+    "sale_not_open": "The sale for this event has not opened yet",
     "price_changed": "The price changed since the seats were held",
     "seats_unavailable": "Some of the requested seats are not available",
     "ticket_limit_exceeded": "This would exceed the ticket limit for your account",

@@ -17,6 +17,8 @@ from core.metrics import Metrics
 
 log = logging.getLogger("onsale.sweeper")
 IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600
+PRUNE_EVERY_SECONDS = 60.0
+PRUNE_BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -43,19 +45,32 @@ async def update_backlog(conn: Any, metrics: Metrics) -> None:
     metrics.oldest_overdue.set(row["oldest_age"])
 
 
+async def prune_idempotency(conn: Any, retention_seconds: float = IDEMPOTENCY_RETENTION_SECONDS,
+                            batch: int = PRUNE_BATCH) -> int:
+    """Delete idempotency records past retention, in batches. Returns rows deleted."""
+    q = queries("holds")
+    total = 0
+    while True:
+        status = await conn.execute(q["prune_idempotency"], retention_seconds, batch)
+        deleted = int(status.split()[-1])
+        total += deleted
+        if deleted < batch:
+            return total
+
+
 async def run_sweeper(pool: Any, metrics: Metrics, interval: float, batch: int) -> None:
     """Loop forever; outages are logged and counted, never fatal."""
-    q = queries("holds")
-    passes = 0
+    loop = asyncio.get_running_loop()
+    next_prune = loop.time()
     while True:
         try:
             async with pool.acquire() as conn:
                 result = await sweep_once(conn, batch)
                 metrics.swept_seats.inc(result.seats_released)
                 await update_backlog(conn, metrics)
-                passes += 1
-                if passes % 600 == 0:
-                    await conn.execute(q["prune_idempotency"], IDEMPOTENCY_RETENTION_SECONDS, 10000)
+                if loop.time() >= next_prune:
+                    await prune_idempotency(conn)
+                    next_prune = loop.time() + PRUNE_EVERY_SECONDS
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # outages and bugs alike: log, count, keep sweeping

@@ -179,7 +179,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onsale.compose import build_app
 
     try:
-        settings = Settings.from_env()
+        settings = Settings.from_env(require_secrets=args.role != "worker")
     except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from core.app import build_core_app
+from core.app import build_core_app, healthz
 from core.config import Settings
 from core.db import create_pool
 from core.metrics import Metrics, metrics_endpoint
@@ -37,7 +37,10 @@ def build_worker_app(settings: Settings) -> Starlette:
                 await task
             await pool.close()
 
-    app = Starlette(routes=[Route("/metrics", metrics_endpoint)], lifespan=lifespan)
+    app = Starlette(
+        routes=[Route("/metrics", metrics_endpoint), Route("/healthz", healthz)],
+        lifespan=lifespan,
+    )
     app.state.metrics = metrics
     return app
 
@@ -61,4 +64,5 @@ def app_from_env() -> Starlette:
     """Factory for multi-process serving: role from ONSALE_ROLE, settings from the environment."""
     import os
 
-    return build_app(os.environ.get("ONSALE_ROLE", "core"), Settings.from_env())
+    role = os.environ.get("ONSALE_ROLE", "core")
+    return build_app(role, Settings.from_env(require_secrets=role != "worker"))

@@ -53,16 +53,23 @@ CREATE FUNCTION onsale_hold_prelude(
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_max_seats integer;
+    v_onsale_at timestamptz;
 BEGIN
     replay := onsale_replay(p_account_id, p_key, p_digest);
     IF replay IS NOT NULL THEN
         RETURN;
     END IF;
-    SELECT e.hold_ttl_seconds, e.currency, e.max_seats_per_hold, e.max_tickets_per_account
-    INTO ttl, currency, v_max_seats, max_tickets
+    SELECT e.hold_ttl_seconds, e.currency, e.max_seats_per_hold, e.max_tickets_per_account,
+           e.onsale_at
+    INTO ttl, currency, v_max_seats, max_tickets, v_onsale_at
     FROM events e WHERE e.event_id = p_event_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'event_not_found', DETAIL = '{}';
+    END IF;
+    IF now() < v_onsale_at THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'sale_not_open',
+            DETAIL = jsonb_build_object('onsale_at', to_char(v_onsale_at AT TIME ZONE 'UTC',
+                                        'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
     END IF;
     IF p_quantity < 1 OR p_quantity > v_max_seats THEN
         RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
@@ -271,15 +278,18 @@ BEGIN
         SELECT c.*, c.number - row_number() OVER (
                    PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
         FROM cand c
-    ), groups AS (
-        SELECT min(r.rank) AS best_rank,
-               (array_agg(r.seat_id ORDER BY r.number))[1:p_quantity] AS ids
+    ), windows AS (
+        -- Every block of p_quantity adjacent free seats in one row, scored by
+        -- the ranks of its seats: the best block, not the first one.
+        SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
+               array_agg(r.seat_id) OVER w AS ids
         FROM runs r
-        GROUP BY r.section, r.row_label, r.grp
-        HAVING count(*) >= p_quantity
+        WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
+                     ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
     )
     SELECT CASE WHEN p_together
-                THEN (SELECT g.ids FROM groups g ORDER BY g.best_rank LIMIT 1)
+                THEN (SELECT w.ids FROM windows w WHERE w.n = p_quantity
+                      ORDER BY w.score LIMIT 1)
                 ELSE (SELECT array_agg(c.seat_id) FROM cand c) END
     INTO v_ids;
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
@@ -306,7 +316,9 @@ RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
     v_hold record;
 BEGIN
-    SELECT h.hold_id, h.event_id, h.status, h.seat_ids INTO v_hold
+    SELECT h.hold_id, h.event_id, h.status, h.seat_ids,
+           CASE WHEN h.expires_at <= now() THEN 'expired' ELSE 'released' END AS outcome
+    INTO v_hold
     FROM holds h WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
     FOR UPDATE;
     IF NOT FOUND THEN
@@ -332,12 +344,16 @@ BEGIN
         RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
     )
     INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'released'
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, v_hold.outcome
     FROM released r;
 
-    UPDATE holds SET status = 'RELEASED', updated_at = now() WHERE hold_id = p_hold_id;
+    -- A hold whose deadline already passed ends as EXPIRED, whether its owner
+    -- or the sweeper gets to it first.
+    UPDATE holds SET status = upper(v_hold.outcome), updated_at = now()
+    WHERE hold_id = p_hold_id;
     INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-    VALUES (v_hold.event_id, p_hold_id, 'hold.released', jsonb_build_object('hold_id', p_hold_id));
+    VALUES (v_hold.event_id, p_hold_id, 'hold.' || v_hold.outcome,
+            jsonb_build_object('hold_id', p_hold_id));
     RETURN p_hold_id;
 END $$;
 

@@ -23,7 +23,7 @@ async def test_create_list_get_event(api: Api) -> None:
     assert [e["event_id"] for e in listed] == [event_id]
     assert one["seat_count"] == 1234 and one["hold_ttl_seconds"] == 3
     assert one["max_tickets_per_account"] == 4 and one["max_seats_per_hold"] == 6
-    assert one["onsale_at"] == "2030-01-02T03:04:05Z"
+    assert one["onsale_at"] == "2030-01-02T03:04:05.000000Z"
     assert [t["name"] for t in one["price_tiers"]] == ["Front", "Back"]
     assert missing.status_code == 404 and missing.json()["code"] == "event_not_found"
     assert junk.status_code == 404

@@ -121,3 +121,15 @@ async def test_sweep_never_touches_sold_seats(api: Api, conn: Any) -> None:
         "SELECT count(*) FROM seat_inventory WHERE event_id = $1 AND status = 'SOLD'",
         event_id) == 2
     await audit_clean(conn)
+
+
+async def test_idempotency_records_are_pruned_after_retention(api: Api, conn: Any) -> None:
+    from core.sweeper import prune_idempotency
+
+    event_id = await api.create_event(seats=20)
+    for seat in range(1, 6):
+        await _hold_in_db(conn, event_id, await api.account(conn), [seat])
+    await conn.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' "
+                       "WHERE ctid IN (SELECT ctid FROM idempotency_keys LIMIT 3)")
+    assert await prune_idempotency(conn, batch=2) == 3
+    assert await conn.fetchval("SELECT count(*) FROM idempotency_keys") == 2

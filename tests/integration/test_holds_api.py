@@ -166,3 +166,60 @@ async def test_database_down_is_503_never_a_guess(db_url: str) -> None:
         assert r.json()["code"] == "inventory_unavailable"
         assert r.headers["retry-after"] == "1"
         app.state.db.pool.terminate()
+
+
+async def test_holds_before_the_sale_opens_are_refused(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=10, onsale_at="2999-01-01T00:00:00Z")
+    async with api.client(await api.account(conn)) as a:
+        r = await hold(a, event_id, [1])
+    assert r.status_code == 409
+    assert r.json()["code"] == "sale_not_open"
+    assert r.json()["onsale_at"].startswith("2999-01-01T00:00:00")
+    assert await conn.fetchval("SELECT count(*) FROM idempotency_keys") == 0
+
+
+async def test_best_available_takes_the_best_block_not_the_first(api: Api, conn: Any) -> None:
+    """The chosen block has the lowest rank sum among all free adjacent blocks
+    of that size in the candidate rows."""
+    event_id = await api.create_event(seats=300)
+    async with api.client(await api.account(conn)) as a:
+        r = await a.post(f"/api/events/{event_id}/holds",
+                         json={"best_available": {"quantity": 3, "together": True}},
+                         headers={"Idempotency-Key": "best3"})
+    got = sorted(s["seat_id"] for s in r.json()["seats"])
+    best = await conn.fetchval("""
+        WITH w AS (
+            SELECT array_agg(seat_id) OVER f AS ids, count(*) OVER f AS n,
+                   sum(rank) OVER f AS score
+            FROM seats WHERE event_id = $1
+            WINDOW f AS (PARTITION BY section, row_label ORDER BY number
+                         ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING))
+        SELECT min(score) FROM w WHERE n = 3""", event_id)
+    score = await conn.fetchval(
+        "SELECT sum(rank) FROM seats WHERE event_id = $1 AND seat_id = ANY($2)", event_id, got)
+    assert score == best
+
+
+async def test_releasing_an_expired_hold_reports_expired(api: Api, conn: Any) -> None:
+    import asyncio
+
+    event_id = await api.create_event(seats=10, hold_ttl_seconds=1)
+    async with api.client(await api.account(conn)) as a:
+        hold_id = (await hold(a, event_id, [1, 2])).json()["hold_id"]
+        await asyncio.sleep(1.05)
+        r = await a.delete(f"/api/holds/{hold_id}")
+    assert r.status_code == 200 and r.json()["status"] == "EXPIRED"
+    reasons = await conn.fetch("SELECT DISTINCT reason FROM hold_releases")
+    assert [x["reason"] for x in reasons] == ["expired"]
+    assert await conn.fetchval(
+        "SELECT count(*) FROM seat_inventory WHERE event_id = $1 AND status = 'AVAILABLE'",
+        event_id) == 10
+    await audit_clean(conn)
+
+
+async def test_get_hold_matches_the_created_response(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=10)
+    async with api.client(await api.account(conn)) as a:
+        created = (await hold(a, event_id, [1, 2])).json()
+        read = (await a.get(f"/api/holds/{created['hold_id']}")).json()
+    assert read == created

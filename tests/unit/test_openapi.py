@@ -219,3 +219,15 @@ async def test_405_allow_lists_every_documented_method(app: Starlette,
             if allow != expected:
                 wrong.append(f"{path}: Allow {sorted(allow)}, serves {sorted(expected)}")
     assert not wrong, wrong
+
+
+def test_worker_role_needs_no_signing_secrets() -> None:
+    from core.config import ConfigError
+    from onsale.compose import build_app
+
+    env = {"DATABASE_URL": "postgresql://unused/x"}
+    worker = build_app("worker", Settings.from_env(env, require_secrets=False))
+    paths = {getattr(r, "path", None) for r in worker.routes}
+    assert {"/metrics", "/healthz"} <= paths
+    with pytest.raises(ConfigError):
+        Settings.from_env(env)

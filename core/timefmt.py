@@ -1,0 +1,13 @@
+"""One wire format for instants: UTC, ISO 8601, microseconds, ``Z``.
+
+It matches what the SQL functions write into stored responses, so a hold
+read back with GET looks exactly like the one POST returned.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utc_iso(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
