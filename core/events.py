@@ -41,7 +41,7 @@ def event_json(row: Any) -> dict[str, Any]:
 async def list_events(request: Request) -> Response:
     db: Database = request.app.state.db
     async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["list_events"])
+        rows = await conn.fetch(queries("events")["events"], None)
     return JSONResponse({"events": [event_json(r) for r in rows]})
 
 
@@ -49,7 +49,7 @@ async def get_event(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
     db: Database = request.app.state.db
     async with db.connection() as conn:
-        row = await conn.fetchrow(queries("events")["get_event"], event_id)
+        row = await conn.fetchrow(queries("events")["events"], event_id)
     if row is None:
         raise Problem(404, "event_not_found")
     return JSONResponse(event_json(row))
@@ -85,7 +85,7 @@ async def post_event(request: Request) -> Response:
     db: Database = request.app.state.db
     async with db.connection() as conn:
         event_id = await create_event(conn, spec)
-        row = await conn.fetchrow(queries("events")["get_event"], event_id)
+        row = await conn.fetchrow(queries("events")["events"], event_id)
     return JSONResponse(event_json(row), status_code=201,
                         headers={"Location": f"/api/events/{event_id}"})
 

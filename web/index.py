@@ -13,7 +13,7 @@ from core.db import Database, queries
 async def index_page(request: Request) -> Response:
     db: Database = request.app.state.db
     async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["list_events"])
+        rows = await conn.fetch(queries("events")["events"], None)
     items = "".join(
         f'<li><a href="/api/events/{r["event_id"]}">{html.escape(r["name"])}</a> '
         f'— {r["seat_count"]:,} seats, on sale {r["onsale_at"]:%Y-%m-%d %H:%M} UTC '

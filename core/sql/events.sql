@@ -14,7 +14,8 @@ SELECT event_id, seat_id FROM seats WHERE event_id = $1 ORDER BY seat_id;
 -- name: insert_layout
 INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, $4);
 
--- name: list_events
+-- name: events
+-- All events ($1 NULL) or one event, with the current price of each tier.
 SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
        e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
        (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
@@ -25,20 +26,8 @@ SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
                                  WHERE t2.event_id = t.event_id AND t2.tier_id = t.tier_id))
        AS tiers
 FROM events e
+WHERE $1::bigint IS NULL OR e.event_id = $1
 ORDER BY e.onsale_at, e.event_id;
-
--- name: get_event
-SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
-       e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
-       (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
-                                            'price_minor', t.price_minor) ORDER BY t.tier_id)
-        FROM price_tiers t
-        WHERE t.event_id = e.event_id
-          AND t.price_version = (SELECT max(t2.price_version) FROM price_tiers t2
-                                 WHERE t2.event_id = t.event_id AND t2.tier_id = t.tier_id))
-       AS tiers
-FROM events e
-WHERE e.event_id = $1;
 
 -- name: get_layout
 SELECT etag, body, body_gzip FROM venue_layouts WHERE event_id = $1;

@@ -96,6 +96,9 @@ def test_dev_serves_seeds_and_stops_cleanly(tmp_path: Path) -> None:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/events", timeout=10) as r:
                 body = r.read().decode()
             assert '"seat_count":300' in body
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+                page = r.read().decode()
+            assert "onsale demo night" in page and "300 seats" in page
             assert _children_for(data_dir), "embedded servers should be running"
         finally:
             proc.send_signal(signal.SIGINT)
