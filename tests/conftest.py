@@ -145,3 +145,14 @@ async def audit_clean(conn: Any) -> None:
 
     results = await run_audit(conn)
     assert violations(results) == 0, format_report(results)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A skipped test is a failed run here: prerequisites must fail loudly."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if reporter is not None:
+            reporter.write_line(f"{len(skipped)} test(s) skipped: skips fail this suite",
+                                red=True)
