@@ -94,7 +94,7 @@ def parse_event_spec(
         max_seats_per_hold=_int(body, "max_seats_per_hold", default_max_hold, 1, 100),
         onsale_at=onsale_at,
         starts_at=starts_at,
-        venue_name=venue,
+        venue_name=venue.strip(),
         currency=currency.upper(),
         tiers=tiers,
     )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import logging
 from typing import Any
 
 from core.db import queries
 from core.event_spec import EventSpec
 from core.layout import generate, venue_document
+
+log = logging.getLogger("onsale.events")
 
 
 async def create_event(conn: Any, spec: EventSpec) -> int:
@@ -35,6 +38,10 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
         await conn.execute(q["insert_layout"], event_id, etag, body,
                            gzip.compress(body.encode(), compresslevel=9, mtime=0))
     # Fresh statistics before the first hold: a sale can open right after
-    # creation, long before autovacuum would analyze the new rows.
-    await conn.execute(q["analyze_inventory"])
+    # creation, long before autovacuum would analyze the new rows. The event
+    # exists either way; a failed ANALYZE is left to autovacuum.
+    try:
+        await conn.execute(q["analyze_inventory"])
+    except Exception as exc:
+        log.warning("ANALYZE after creating event %s failed: %s", event_id, exc)
     return event_id

@@ -12,7 +12,7 @@ from core.config import Settings
 from core.db import Database, queries
 from core.event_spec import parse_event_spec
 from core.event_store import create_event
-from core.inputs import int_path, json_object
+from core.inputs import accepts_gzip, etag_matches, int_path, json_object
 from core.problems import Problem
 from core.sessions import require_admin
 from core.timefmt import utc_iso
@@ -62,12 +62,14 @@ async def get_venue(request: Request) -> Response:
         row = await conn.fetchrow(queries("events")["get_layout"], event_id)
     if row is None:
         raise Problem(404, "event_not_found")
-    etag = f'"{row["etag"]}"'
+    gzipped = accepts_gzip(request.headers.get("accept-encoding", ""))
+    # Each representation has its own strong validator.
+    etag = f'"{row["etag"]}-gzip"' if gzipped else f'"{row["etag"]}"'
     headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable",
                "Vary": "Accept-Encoding"}
-    if etag in request.headers.get("if-none-match", ""):
+    if etag_matches(request.headers.get("if-none-match", ""), etag):
         return Response(status_code=304, headers=headers)
-    if "gzip" in request.headers.get("accept-encoding", ""):
+    if gzipped:
         headers["Content-Encoding"] = "gzip"
         return Response(row["body_gzip"], media_type="application/json", headers=headers)
     return Response(row["body"], media_type="application/json", headers=headers)
@@ -76,14 +78,17 @@ async def get_venue(request: Request) -> Response:
 async def post_event(request: Request) -> Response:
     require_admin(request)
     settings: Settings = request.app.state.settings
-    spec = parse_event_spec(
-        await json_object(request),
-        default_ttl=settings.hold_ttl_seconds,
-        default_limit=settings.max_tickets_per_account,
-        default_max_hold=settings.max_seats_per_hold,
-    )
+    body = await json_object(request)
     db: Database = request.app.state.db
     async with db.connection() as conn:
+        # Defaults ("on sale now") use database time, the clock holds are judged by.
+        spec = parse_event_spec(
+            body,
+            default_ttl=settings.hold_ttl_seconds,
+            default_limit=settings.max_tickets_per_account,
+            default_max_hold=settings.max_seats_per_hold,
+            now=await conn.fetchval("SELECT now()"),
+        )
         event_id = await create_event(conn, spec)
         row = await conn.fetchrow(queries("events")["events"], event_id)
     return JSONResponse(event_json(row), status_code=201,

@@ -44,3 +44,28 @@ def int_path(request: Request, name: str, code: str) -> int:
     if not 0 < value < 2**63:
         raise Problem(404, code)
     return value
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header admits gzip (``gzip;q=0`` refuses it)."""
+    for part in accept_encoding.split(","):
+        name, _, params = part.strip().partition(";")
+        if name.strip().lower() not in ("gzip", "*"):
+            continue
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        return q > 0
+    return False
+
+
+def etag_matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 weak comparison of If-None-Match against our (strong) etag."""
+    if if_none_match.strip() == "*":
+        return True
+    return any(tag.strip().removeprefix("W/") == etag for tag in if_none_match.split(","))

@@ -166,9 +166,10 @@ CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS 
 
 -- 0002: the hold decision as one database round trip.
 --
--- Every function raises a stable error (SQLSTATE class 'OS', MESSAGE = the
--- problem code, DETAIL = JSON) so that a failed decision rolls back all of its
--- writes, the idempotency reservation included. core/hold_store.py maps them.
+-- Rare refusals raise a stable error (SQLSTATE 'OS4xx', MESSAGE = the problem
+-- code, DETAIL = JSON); the common one (seats taken) is returned as a 409 row.
+-- Either way a refused decision has written nothing. core/hold_store.py maps
+-- both.
 --
 -- Lock order, everywhere: per-(event, account) advisory lock -> hold row ->
 -- seat rows in seat_id order -> idempotency row (inserted last, with the
@@ -244,14 +245,22 @@ BEGIN
 END $$;
 
 -- Serialise this account's holds for this event, then count what it owns:
--- live holds, holds in payment, and sold seats.
+-- live holds, holds in payment, and sold seats. A twin request with the same
+-- key may have committed while we waited for the lock: its response is
+-- returned (to be replayed) instead of counting its seats against us.
 CREATE FUNCTION onsale_hold_limit(
-    p_event_id bigint, p_account_id uuid, p_quantity integer, p_max integer
-) RETURNS void LANGUAGE plpgsql AS $$
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text,
+    p_quantity integer, p_max integer
+) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     v_current bigint;
+    v_replay jsonb;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, p_event_id));
+    v_replay := onsale_replay(p_account_id, p_key, p_digest);
+    IF v_replay IS NOT NULL THEN
+        RETURN v_replay || '{"replayed": true}';
+    END IF;
     SELECT coalesce(sum(h.seat_count), 0) INTO v_current
     FROM holds h
     WHERE h.event_id = p_event_id AND h.account_id = p_account_id
@@ -262,6 +271,7 @@ BEGIN
             DETAIL = jsonb_build_object('limit', p_max, 'owned', v_current,
                                         'requested', p_quantity)::text;
     END IF;
+    RETURN NULL;
 END $$;
 
 -- Write the hold on seats already locked by the caller (sorted ids). The
@@ -366,7 +376,14 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM onsale_hold_limit(p_event_id, p_account_id, cardinality(v_sorted), v_pre.max_tickets);
+    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest,
+                                  cardinality(v_sorted), v_pre.max_tickets);
+    IF v_replay IS NOT NULL THEN
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        replayed := true;
+        RETURN;
+    END IF;
 
     -- Lock the requested rows in seat_id order (the sort runs below the lock).
     v_t0 := clock_timestamp();
@@ -427,7 +444,14 @@ BEGIN
         body := v_pre.replay -> 'body';
         RETURN;
     END IF;
-    PERFORM onsale_hold_limit(p_event_id, p_account_id, p_quantity, v_pre.max_tickets);
+    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest,
+                                  p_quantity, v_pre.max_tickets);
+    IF v_replay IS NOT NULL THEN
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        replayed := true;
+        RETURN;
+    END IF;
 
     v_t0 := clock_timestamp();
     WITH cand AS MATERIALIZED (

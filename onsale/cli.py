@@ -89,28 +89,29 @@ async def _seed(url: str, seats: int) -> tuple[int, bool]:
         existing = await conn.fetchval(queries("events")["event_by_name"], DEMO_EVENT)
         if existing is not None:
             return int(existing), False
-        spec = event_spec({"name": DEMO_EVENT, "seats": seats})
+        spec = await event_spec(conn, {"name": DEMO_EVENT, "seats": seats})
         return await create_event(conn, spec), True
     finally:
         await conn.close()
 
 
-def event_spec(body: dict[str, Any]) -> EventSpec:
-    """An event spec with per-event defaults from the environment (validated like Settings)."""
+async def event_spec(conn: Any, body: dict[str, Any]) -> EventSpec:
+    """An event spec with per-event defaults from the environment (validated like
+    Settings) and "on sale now" in database time."""
     env = os.environ
     return parse_event_spec(
         body,
         default_ttl=env_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
         default_limit=env_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
         default_max_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
+        now=await conn.fetchval("SELECT now()"),
     )
 
 
 async def _create_event(url: str, body: dict[str, Any]) -> int:
-    spec = event_spec(body)
     conn = await _connect(url)
     try:
-        return await create_event(conn, spec)
+        return await create_event(conn, await event_spec(conn, body))
     finally:
         await conn.close()
 
@@ -192,7 +193,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         with database_url() as url:
             applied = asyncio.run(_migrate(url))
-    except (MigrationError, EmbeddedError, OSError, asyncpg.PostgresError) as exc:
+    except Exception as exc:  # a migration error, an outage or a bad URL: exit 2
         print(f"onsale migrate: {exc}", file=sys.stderr)
         return 2
     print(f"applied {applied}" if applied else "schema is up to date")
@@ -204,7 +205,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         with database_url() as url:
             return asyncio.run(_audit(url))
-    except (EmbeddedError, OSError, asyncpg.PostgresError) as exc:
+    except Exception as exc:  # anything but a finished audit: exit 2, never 1
         print(f"onsale audit: could not run the checks: {exc}", file=sys.stderr)
         return 2
 

@@ -7,12 +7,14 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from core.app import build_core_app, healthz
 from core.config import Settings
 from core.db import create_pool
 from core.metrics import Metrics, metrics_endpoint
+from core.problems import http_exception_handler
 from core.sweeper import run_sweeper
 from web.index import index_page
 
@@ -39,6 +41,7 @@ def build_worker_app(settings: Settings) -> Starlette:
 
     app = Starlette(
         routes=[Route("/metrics", metrics_endpoint), Route("/healthz", healthz)],
+        exception_handlers={HTTPException: http_exception_handler},
         lifespan=lifespan,
     )
     app.state.metrics = metrics

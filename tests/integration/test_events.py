@@ -49,7 +49,16 @@ async def test_venue_is_content_addressed_and_cacheable(api: Api, conn: Any) -> 
         zipped = await c.get(f"/api/events/{event_id}/venue",
                              headers={"Accept-Encoding": "gzip"})
         again = await c.get(f"/api/events/{event_id}/venue",
-                            headers={"If-None-Match": plain.headers["etag"]})
+                            headers={"Accept-Encoding": "identity",
+                                     "If-None-Match": f'W/"x", {plain.headers["etag"]}'})
+        again_gz = await c.get(f"/api/events/{event_id}/venue",
+                               headers={"Accept-Encoding": "gzip",
+                                        "If-None-Match": zipped.headers["etag"]})
+        other = await c.get(f"/api/events/{event_id}/venue",
+                            headers={"Accept-Encoding": "identity",
+                                     "If-None-Match": zipped.headers["etag"]})
+        refused = await c.get(f"/api/events/{event_id}/venue",
+                              headers={"Accept-Encoding": "gzip;q=0, identity"})
     assert plain.status_code == 200
     assert "immutable" in plain.headers["cache-control"]
     doc = plain.json()
@@ -60,4 +69,7 @@ async def test_venue_is_content_addressed_and_cacheable(api: Api, conn: Any) -> 
     raw = await conn.fetchval("SELECT body_gzip FROM venue_layouts WHERE event_id = $1", event_id)
     assert json.loads(gzip.decompress(raw)) == doc
     assert again.status_code == 304 and again.content == b""
-    assert zipped.headers["etag"] == plain.headers["etag"]
+    assert again_gz.status_code == 304
+    assert other.status_code == 200  # another representation's validator
+    assert zipped.headers["etag"] != plain.headers["etag"]
+    assert "content-encoding" not in refused.headers

@@ -161,12 +161,15 @@ async def test_racing_holds_sweeper_and_best_available_never_overlap(
 
 
 @pytest.mark.parametrize("body", [{"seat_ids": [3, 4]},
-                                  {"best_available": {"quantity": 2, "together": True}}])
+                                  {"seat_ids": [5, 6, 7, 8]},
+                                  {"best_available": {"quantity": 2, "together": True}},
+                                  {"best_available": {"quantity": 4, "together": True}}])
 async def test_concurrent_twins_with_one_key_get_one_hold(
     api: Api, conn: Any, body: dict[str, Any],
 ) -> None:
     """A client that retries while its first request is still in flight (same key,
-    same body, 20 copies at once) gets one hold, and every copy sees it."""
+    same body, 20 copies at once) gets one hold, and every copy sees it, even
+    when two copies together would exceed the ticket limit (4 + 4 > 6)."""
     event_id = await api.create_event(seats=30)
     account = (await _accounts(conn, 1))[0]
     async with api.client(account) as c:

@@ -140,3 +140,4 @@ async def test_method_not_allowed_keeps_the_allow_header() -> None:
     response = await http_exception_handler(request(), exc)
     assert response.status_code == 405
     assert response.headers.get("allow") == "GET, HEAD"
+
