@@ -115,17 +115,20 @@ CREATE TABLE idempotency_keys (
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
--- Every release of a held seat by expiry or by its owner, with the hold id
--- the row carried before the change (invariant 4 is audited from this).
+-- Every time a held seat leaves its hold other than by sale: released by its
+-- owner, expired by the sweeper, or reclaimed by a newer hold after the
+-- deadline. The row's state before the change is kept, so invariant 4 (an
+-- expiry action changes only its own, expired hold) is audited from this.
 CREATE TABLE hold_releases (
-    release_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    hold_id         uuid NOT NULL,
-    event_id        bigint NOT NULL,
-    seat_id         integer NOT NULL,
-    prior_hold_id   uuid,
-    prior_status    text NOT NULL,
-    reason          text NOT NULL CHECK (reason IN ('expired', 'released')),
-    released_at     timestamptz NOT NULL DEFAULT now()
+    release_id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hold_id          uuid NOT NULL,
+    event_id         bigint NOT NULL,
+    seat_id          integer NOT NULL,
+    prior_hold_id    uuid,
+    prior_status     text NOT NULL,
+    prior_expires_at timestamptz,
+    reason           text NOT NULL CHECK (reason IN ('expired', 'released', 'reclaimed')),
+    released_at      timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE TABLE orders (
@@ -284,16 +287,36 @@ CREATE FUNCTION onsale_hold_commit(
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     v_hold_id uuid := uuidv7();
-    v_expires timestamptz := now() + make_interval(secs => p_ttl);
+    -- The full TTL from the moment of the claim, however long we waited for locks.
+    v_expires timestamptz := clock_timestamp() + make_interval(secs => p_ttl);
     v_seats jsonb;
     v_amount bigint;
     v_body jsonb;
     v_inserted integer;
+    v_claimed integer;
 BEGIN
-    UPDATE seat_inventory
-    SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
-        order_id = NULL, version = version + 1
-    WHERE event_id = p_event_id AND seat_id = ANY (p_seat_ids);
+    -- The claim predicate again, as a second guard; a seat taken over from an
+    -- expired hold is logged as reclaimed, with the state it had.
+    WITH claimed AS (
+        UPDATE seat_inventory si
+        SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
+            order_id = NULL, version = si.version + 1
+        WHERE si.event_id = p_event_id AND si.seat_id = ANY (p_seat_ids)
+          AND (si.status = 'AVAILABLE' OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+        RETURNING si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
+    ), reclaimed AS (
+        INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                                   prior_expires_at, reason)
+        SELECT c.prior_hold_id, p_event_id, c.seat_id, c.prior_hold_id, c.prior_status,
+               c.prior_expires_at, 'reclaimed'
+        FROM claimed c WHERE c.prior_hold_id IS NOT NULL
+    )
+    SELECT count(*) INTO v_claimed FROM claimed;
+    IF v_claimed <> cardinality(p_seat_ids) THEN
+        RAISE EXCEPTION 'claim guard: % of % seats claimable under lock', v_claimed,
+            cardinality(p_seat_ids);
+    END IF;
 
     SELECT jsonb_agg(jsonb_build_object(
                'seat_id', s.seat_id, 'section', s.section, 'row', s.row_label,
@@ -363,11 +386,20 @@ BEGIN
     -- state: on a hot seat most attempts lose, and they should not queue for
     -- the row lock (and the winner's commit) only to learn that. A seat that
     -- looks free here is still decided under the lock below.
-    SELECT array_agg(si.seat_id ORDER BY si.seat_id) INTO v_taken
+    SELECT count(*),
+           array_agg(si.seat_id ORDER BY si.seat_id) FILTER (
+               WHERE NOT (si.status = 'AVAILABLE'
+                          OR (si.status = 'HELD' AND si.hold_expires_at <= now())))
+    INTO v_found, v_taken
     FROM seat_inventory si
-    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted)
-      AND NOT (si.status = 'AVAILABLE'
-               OR (si.status = 'HELD' AND si.hold_expires_at <= now()));
+    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted);
+    IF v_found <> cardinality(v_sorted) THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
+            DETAIL = jsonb_build_object('unknown_seat_ids', (
+                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
+                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
+                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
+    END IF;
     IF v_taken IS NOT NULL THEN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
@@ -399,13 +431,6 @@ BEGIN
           FOR UPDATE) AS l;
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
 
-    IF v_found <> cardinality(v_sorted) THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
-            DETAIL = jsonb_build_object('unknown_seat_ids', (
-                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
-                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
-                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
-    END IF;
     IF v_taken IS NOT NULL THEN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
@@ -432,6 +457,9 @@ CREATE FUNCTION onsale_hold_best(
 DECLARE
     v_pre record;
     v_ids integer[];
+    v_block integer[];
+    v_skip integer[] := '{}';
+    v_try integer;
     v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
@@ -454,34 +482,62 @@ BEGIN
     END IF;
 
     v_t0 := clock_timestamp();
-    WITH cand AS MATERIALIZED (
-        SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
-        FROM seats s
-        JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
-        WHERE s.event_id = p_event_id
-          AND (p_section IS NULL OR s.section = p_section)
-          AND (si.status = 'AVAILABLE' OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
-        ORDER BY s.rank
-        LIMIT CASE WHEN p_together THEN 400 ELSE p_quantity END
-        FOR UPDATE OF si SKIP LOCKED
-    ), runs AS (
-        SELECT c.*, c.number - row_number() OVER (
-                   PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
-        FROM cand c
-    ), windows AS (
-        -- Every block of p_quantity adjacent free seats in one row, scored by
-        -- the ranks of its seats: the best block, not the first one.
-        SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
-               array_agg(r.seat_id) OVER w AS ids
-        FROM runs r
-        WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
-                     ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
-    )
-    SELECT CASE WHEN p_together
-                THEN (SELECT w.ids FROM windows w WHERE w.n = p_quantity
-                      ORDER BY w.score LIMIT 1)
-                ELSE (SELECT array_agg(c.seat_id) FROM cand c) END
-    INTO v_ids;
+    IF NOT p_together THEN
+        SELECT array_agg(c.seat_id) INTO v_ids
+        FROM (SELECT si.seat_id
+              FROM seats s
+              JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+              WHERE s.event_id = p_event_id
+                AND (p_section IS NULL OR s.section = p_section)
+                AND (si.status = 'AVAILABLE'
+                     OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+              ORDER BY s.rank
+              LIMIT p_quantity
+              FOR UPDATE OF si SKIP LOCKED) AS c;
+    ELSE
+        -- Find the best block with a plain read, then lock only its seats
+        -- (SKIP LOCKED, predicate re-checked). If someone took part of it
+        -- meanwhile, leave that block out and look again, a few times.
+        FOR v_try IN 1..5 LOOP
+            WITH cand AS MATERIALIZED (
+                SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
+                FROM seats s
+                JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+                WHERE s.event_id = p_event_id
+                  AND (p_section IS NULL OR s.section = p_section)
+                  AND (si.status = 'AVAILABLE'
+                       OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  AND NOT (si.seat_id = ANY (v_skip))
+                ORDER BY s.rank
+                LIMIT 1000
+            ), runs AS (
+                SELECT c.*, c.number - row_number() OVER (
+                           PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
+                FROM cand c
+            ), windows AS (
+                -- Every block of p_quantity adjacent free seats in one row,
+                -- scored by the ranks of its seats: the best block, not the first.
+                SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
+                       array_agg(r.seat_id) OVER w AS ids
+                FROM runs r
+                WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
+                             ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
+            )
+            SELECT w.ids INTO v_block FROM windows w WHERE w.n = p_quantity
+            ORDER BY w.score LIMIT 1;
+            EXIT WHEN v_block IS NULL;
+            SELECT array_agg(l.seat_id) INTO v_ids
+            FROM (SELECT si.seat_id FROM seat_inventory si
+                  WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_block)
+                    AND (si.status = 'AVAILABLE'
+                         OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  ORDER BY si.seat_id
+                  FOR UPDATE SKIP LOCKED) AS l;
+            EXIT WHEN coalesce(cardinality(v_ids), 0) = p_quantity;
+            v_skip := v_skip || v_block;
+            v_ids := NULL;
+        END LOOP;
+    END IF;
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
 
     IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
@@ -531,10 +587,13 @@ BEGIN
         SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
         WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
           AND si.hold_id = p_hold_id AND si.status = 'HELD'
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, v_hold.outcome
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           v_hold.outcome
     FROM released r;
 
     -- A hold whose deadline already passed ends as EXPIRED, whether its owner
@@ -577,10 +636,12 @@ BEGIN
         WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
           AND si.hold_id = l.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
         RETURNING l.hold_id, si.event_id, si.seat_id, old.hold_id AS prior_hold_id,
-                  old.status AS prior_status
+                  old.status AS prior_status, old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
     FROM released r;
     GET DIAGNOSTICS seats_released = ROW_COUNT;
 
@@ -623,14 +684,23 @@ BEGIN
         FROM locked l
         WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
           AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    UPDATE holds SET status = 'EXPIRED', updated_at = now()
-    WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now();
+    WITH done AS (
+        UPDATE holds SET status = 'EXPIRED', updated_at = now()
+        WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()
+        RETURNING hold_id, event_id
+    )
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+    FROM done;
     RETURN v_n;
 END $$;
 
@@ -640,17 +710,21 @@ END $$;
 CREATE FUNCTION onsale_confirm_hold(p_hold_id uuid, p_account_id uuid)
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
+    v_event bigint;
     v_hold record;
     v_order uuid;
     v_ok integer;
     v_amount bigint;
 BEGIN
-    SELECT h.* INTO v_hold FROM holds h
-    WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
-    FOR UPDATE;
+    -- Lock order: the account's advisory lock (as the limit check takes it),
+    -- then the hold row, then the seats.
+    SELECT h.event_id INTO v_event FROM holds h
+    WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
     END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, v_event));
+    SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = p_hold_id FOR UPDATE;
     IF v_hold.status = 'CONFIRMED' THEN
         SELECT order_id INTO v_order FROM orders WHERE hold_id = p_hold_id;
         RETURN v_order;
@@ -672,6 +746,12 @@ BEGIN
     JOIN seats s ON s.event_id = v_hold.event_id AND s.seat_id = l.seat_id
     JOIN price_tiers pt ON pt.event_id = v_hold.event_id AND pt.tier_id = s.tier_id
                        AND pt.price_version = l.price_version;
+    -- now() is when this transaction began; after waiting for locks, judge the
+    -- deadline by the clock, so a hold that expired meanwhile is not sold.
+    IF v_hold.status = 'HELD' AND v_hold.expires_at <= clock_timestamp() THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_expired',
+            DETAIL = jsonb_build_object('status', 'EXPIRED')::text;
+    END IF;
     IF v_ok <> v_hold.seat_count THEN
         RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
             DETAIL = '{"reason": "hold_lost"}';

@@ -112,17 +112,20 @@ CREATE TABLE idempotency_keys (
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
--- Every release of a held seat by expiry or by its owner, with the hold id
--- the row carried before the change (invariant 4 is audited from this).
+-- Every time a held seat leaves its hold other than by sale: released by its
+-- owner, expired by the sweeper, or reclaimed by a newer hold after the
+-- deadline. The row's state before the change is kept, so invariant 4 (an
+-- expiry action changes only its own, expired hold) is audited from this.
 CREATE TABLE hold_releases (
-    release_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    hold_id         uuid NOT NULL,
-    event_id        bigint NOT NULL,
-    seat_id         integer NOT NULL,
-    prior_hold_id   uuid,
-    prior_status    text NOT NULL,
-    reason          text NOT NULL CHECK (reason IN ('expired', 'released')),
-    released_at     timestamptz NOT NULL DEFAULT now()
+    release_id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hold_id          uuid NOT NULL,
+    event_id         bigint NOT NULL,
+    seat_id          integer NOT NULL,
+    prior_hold_id    uuid,
+    prior_status     text NOT NULL,
+    prior_expires_at timestamptz,
+    reason           text NOT NULL CHECK (reason IN ('expired', 'released', 'reclaimed')),
+    released_at      timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE TABLE orders (

@@ -118,16 +118,36 @@ CREATE FUNCTION onsale_hold_commit(
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
     v_hold_id uuid := uuidv7();
-    v_expires timestamptz := now() + make_interval(secs => p_ttl);
+    -- The full TTL from the moment of the claim, however long we waited for locks.
+    v_expires timestamptz := clock_timestamp() + make_interval(secs => p_ttl);
     v_seats jsonb;
     v_amount bigint;
     v_body jsonb;
     v_inserted integer;
+    v_claimed integer;
 BEGIN
-    UPDATE seat_inventory
-    SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
-        order_id = NULL, version = version + 1
-    WHERE event_id = p_event_id AND seat_id = ANY (p_seat_ids);
+    -- The claim predicate again, as a second guard; a seat taken over from an
+    -- expired hold is logged as reclaimed, with the state it had.
+    WITH claimed AS (
+        UPDATE seat_inventory si
+        SET status = 'HELD', hold_id = v_hold_id, hold_expires_at = v_expires,
+            order_id = NULL, version = si.version + 1
+        WHERE si.event_id = p_event_id AND si.seat_id = ANY (p_seat_ids)
+          AND (si.status = 'AVAILABLE' OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+        RETURNING si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
+    ), reclaimed AS (
+        INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                                   prior_expires_at, reason)
+        SELECT c.prior_hold_id, p_event_id, c.seat_id, c.prior_hold_id, c.prior_status,
+               c.prior_expires_at, 'reclaimed'
+        FROM claimed c WHERE c.prior_hold_id IS NOT NULL
+    )
+    SELECT count(*) INTO v_claimed FROM claimed;
+    IF v_claimed <> cardinality(p_seat_ids) THEN
+        RAISE EXCEPTION 'claim guard: % of % seats claimable under lock', v_claimed,
+            cardinality(p_seat_ids);
+    END IF;
 
     SELECT jsonb_agg(jsonb_build_object(
                'seat_id', s.seat_id, 'section', s.section, 'row', s.row_label,
@@ -197,11 +217,20 @@ BEGIN
     -- state: on a hot seat most attempts lose, and they should not queue for
     -- the row lock (and the winner's commit) only to learn that. A seat that
     -- looks free here is still decided under the lock below.
-    SELECT array_agg(si.seat_id ORDER BY si.seat_id) INTO v_taken
+    SELECT count(*),
+           array_agg(si.seat_id ORDER BY si.seat_id) FILTER (
+               WHERE NOT (si.status = 'AVAILABLE'
+                          OR (si.status = 'HELD' AND si.hold_expires_at <= now())))
+    INTO v_found, v_taken
     FROM seat_inventory si
-    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted)
-      AND NOT (si.status = 'AVAILABLE'
-               OR (si.status = 'HELD' AND si.hold_expires_at <= now()));
+    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted);
+    IF v_found <> cardinality(v_sorted) THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
+            DETAIL = jsonb_build_object('unknown_seat_ids', (
+                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
+                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
+                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
+    END IF;
     IF v_taken IS NOT NULL THEN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
@@ -233,13 +262,6 @@ BEGIN
           FOR UPDATE) AS l;
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
 
-    IF v_found <> cardinality(v_sorted) THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
-            DETAIL = jsonb_build_object('unknown_seat_ids', (
-                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
-                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
-                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
-    END IF;
     IF v_taken IS NOT NULL THEN
         v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
         status_code := (v_replay ->> 'status_code')::integer;
@@ -266,6 +288,9 @@ CREATE FUNCTION onsale_hold_best(
 DECLARE
     v_pre record;
     v_ids integer[];
+    v_block integer[];
+    v_skip integer[] := '{}';
+    v_try integer;
     v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
@@ -288,34 +313,62 @@ BEGIN
     END IF;
 
     v_t0 := clock_timestamp();
-    WITH cand AS MATERIALIZED (
-        SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
-        FROM seats s
-        JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
-        WHERE s.event_id = p_event_id
-          AND (p_section IS NULL OR s.section = p_section)
-          AND (si.status = 'AVAILABLE' OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
-        ORDER BY s.rank
-        LIMIT CASE WHEN p_together THEN 400 ELSE p_quantity END
-        FOR UPDATE OF si SKIP LOCKED
-    ), runs AS (
-        SELECT c.*, c.number - row_number() OVER (
-                   PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
-        FROM cand c
-    ), windows AS (
-        -- Every block of p_quantity adjacent free seats in one row, scored by
-        -- the ranks of its seats: the best block, not the first one.
-        SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
-               array_agg(r.seat_id) OVER w AS ids
-        FROM runs r
-        WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
-                     ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
-    )
-    SELECT CASE WHEN p_together
-                THEN (SELECT w.ids FROM windows w WHERE w.n = p_quantity
-                      ORDER BY w.score LIMIT 1)
-                ELSE (SELECT array_agg(c.seat_id) FROM cand c) END
-    INTO v_ids;
+    IF NOT p_together THEN
+        SELECT array_agg(c.seat_id) INTO v_ids
+        FROM (SELECT si.seat_id
+              FROM seats s
+              JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+              WHERE s.event_id = p_event_id
+                AND (p_section IS NULL OR s.section = p_section)
+                AND (si.status = 'AVAILABLE'
+                     OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+              ORDER BY s.rank
+              LIMIT p_quantity
+              FOR UPDATE OF si SKIP LOCKED) AS c;
+    ELSE
+        -- Find the best block with a plain read, then lock only its seats
+        -- (SKIP LOCKED, predicate re-checked). If someone took part of it
+        -- meanwhile, leave that block out and look again, a few times.
+        FOR v_try IN 1..5 LOOP
+            WITH cand AS MATERIALIZED (
+                SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
+                FROM seats s
+                JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+                WHERE s.event_id = p_event_id
+                  AND (p_section IS NULL OR s.section = p_section)
+                  AND (si.status = 'AVAILABLE'
+                       OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  AND NOT (si.seat_id = ANY (v_skip))
+                ORDER BY s.rank
+                LIMIT 1000
+            ), runs AS (
+                SELECT c.*, c.number - row_number() OVER (
+                           PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
+                FROM cand c
+            ), windows AS (
+                -- Every block of p_quantity adjacent free seats in one row,
+                -- scored by the ranks of its seats: the best block, not the first.
+                SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
+                       array_agg(r.seat_id) OVER w AS ids
+                FROM runs r
+                WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
+                             ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
+            )
+            SELECT w.ids INTO v_block FROM windows w WHERE w.n = p_quantity
+            ORDER BY w.score LIMIT 1;
+            EXIT WHEN v_block IS NULL;
+            SELECT array_agg(l.seat_id) INTO v_ids
+            FROM (SELECT si.seat_id FROM seat_inventory si
+                  WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_block)
+                    AND (si.status = 'AVAILABLE'
+                         OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  ORDER BY si.seat_id
+                  FOR UPDATE SKIP LOCKED) AS l;
+            EXIT WHEN coalesce(cardinality(v_ids), 0) = p_quantity;
+            v_skip := v_skip || v_block;
+            v_ids := NULL;
+        END LOOP;
+    END IF;
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
 
     IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
@@ -365,10 +418,13 @@ BEGIN
         SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
         WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
           AND si.hold_id = p_hold_id AND si.status = 'HELD'
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, v_hold.outcome
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           v_hold.outcome
     FROM released r;
 
     -- A hold whose deadline already passed ends as EXPIRED, whether its owner
@@ -411,10 +467,12 @@ BEGIN
         WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
           AND si.hold_id = l.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
         RETURNING l.hold_id, si.event_id, si.seat_id, old.hold_id AS prior_hold_id,
-                  old.status AS prior_status
+                  old.status AS prior_status, old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
     FROM released r;
     GET DIAGNOSTICS seats_released = ROW_COUNT;
 
@@ -457,13 +515,22 @@ BEGIN
         FROM locked l
         WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
           AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
     )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, 'expired'
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    UPDATE holds SET status = 'EXPIRED', updated_at = now()
-    WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now();
+    WITH done AS (
+        UPDATE holds SET status = 'EXPIRED', updated_at = now()
+        WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()
+        RETURNING hold_id, event_id
+    )
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+    FROM done;
     RETURN v_n;
 END $$;

@@ -4,17 +4,21 @@
 CREATE FUNCTION onsale_confirm_hold(p_hold_id uuid, p_account_id uuid)
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
+    v_event bigint;
     v_hold record;
     v_order uuid;
     v_ok integer;
     v_amount bigint;
 BEGIN
-    SELECT h.* INTO v_hold FROM holds h
-    WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
-    FOR UPDATE;
+    -- Lock order: the account's advisory lock (as the limit check takes it),
+    -- then the hold row, then the seats.
+    SELECT h.event_id INTO v_event FROM holds h
+    WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
     END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, v_event));
+    SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = p_hold_id FOR UPDATE;
     IF v_hold.status = 'CONFIRMED' THEN
         SELECT order_id INTO v_order FROM orders WHERE hold_id = p_hold_id;
         RETURN v_order;
@@ -36,6 +40,12 @@ BEGIN
     JOIN seats s ON s.event_id = v_hold.event_id AND s.seat_id = l.seat_id
     JOIN price_tiers pt ON pt.event_id = v_hold.event_id AND pt.tier_id = s.tier_id
                        AND pt.price_version = l.price_version;
+    -- now() is when this transaction began; after waiting for locks, judge the
+    -- deadline by the clock, so a hold that expired meanwhile is not sold.
+    IF v_hold.status = 'HELD' AND v_hold.expires_at <= clock_timestamp() THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_expired',
+            DETAIL = jsonb_build_object('status', 'EXPIRED')::text;
+    END IF;
     IF v_ok <> v_hold.seat_count THEN
         RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
             DETAIL = '{"reason": "hold_lost"}';

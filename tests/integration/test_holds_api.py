@@ -223,3 +223,24 @@ async def test_get_hold_matches_the_created_response(api: Api, conn: Any) -> Non
         created = (await hold(a, event_id, [1, 2])).json()
         read = (await a.get(f"/api/holds/{created['hold_id']}")).json()
     assert read == created
+
+
+async def test_best_available_together_looks_past_scattered_single_seats(
+    api: Api, conn: Any,
+) -> None:
+    """The 600 best seats are free only as single gaps (every other one blocked);
+    a request for two together still finds a pair further back."""
+    event_id = await api.create_event(seats=2000)
+    await conn.execute("""
+        UPDATE seat_inventory si SET status = 'BLOCKED'
+        FROM seats s
+        WHERE s.event_id = si.event_id AND s.seat_id = si.seat_id AND si.event_id = $1
+          AND s.rank <= 1200 AND s.number % 2 = 0""", event_id)
+    async with api.client(await api.account(conn)) as a:
+        r = await a.post(f"/api/events/{event_id}/holds",
+                         json={"best_available": {"quantity": 2, "together": True}},
+                         headers={"Idempotency-Key": "pair"})
+    assert r.status_code == 201, r.text
+    seats = r.json()["seats"]
+    assert seats[0]["row"] == seats[1]["row"] and seats[0]["section"] == seats[1]["section"]
+    assert abs(seats[0]["number"] - seats[1]["number"]) == 1

@@ -79,3 +79,31 @@ async def test_confirm_after_deadline_is_refused(api: Api, conn: Any, sweep_firs
     assert await confirm(conn, h["hold_id"], alice) == "hold_expired"
     assert await conn.fetchval("SELECT count(*) FROM orders") == 0
     await audit_clean(conn)
+
+
+async def test_confirm_that_waited_past_the_deadline_is_refused(
+    api: Api, conn: Any, db_url: str,
+) -> None:
+    """A confirm that began before the deadline but waited on a seat lock until
+    after it must not sell: the deadline is judged by the clock once locked."""
+    event_id = await api.create_event(seats=5, hold_ttl_seconds=2)
+    alice = await api.account(conn)
+    async with api.client(alice) as al:
+        h = (await hold(al, event_id, [1, 2])).json()
+    blocker = await asyncpg.connect(db_url)
+    confirmer = await asyncpg.connect(db_url)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute("SELECT 1 FROM seat_inventory WHERE event_id = $1 AND seat_id = 1 "
+                              "FOR UPDATE", event_id)
+        task = asyncio.create_task(confirm(confirmer, h["hold_id"], alice))
+        await asyncio.sleep(2.3)  # the deadline passes while the confirm waits
+        assert not task.done()
+        await tx.rollback()
+        assert await task == "hold_expired"
+    finally:
+        await blocker.close()
+        await confirmer.close()
+    assert await conn.fetchval("SELECT count(*) FROM orders") == 0
+    await audit_clean(conn)
