@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from core.db import queries
+from core.db import UNAVAILABLE, queries
 from core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
 from core.metrics import Metrics
 from core.problems import Problem
@@ -92,11 +92,15 @@ async def create_hold(
         if row["status_code"] >= 400:  # an answer, not an error: nothing was written
             extra = dict(body)
             raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
-        metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
+        if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
+            metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
         code = "replayed" if replayed else "created"
         return HoldOutcome(int(row["status_code"]), body, replayed)
     except Problem as problem:
         code = problem.code
+        raise
+    except UNAVAILABLE:
+        code = "inventory_unavailable"  # core/db.py turns it into the 503
         raise
     finally:
         metrics.hold_latency.observe(time.perf_counter() - started)
