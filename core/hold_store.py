@@ -89,11 +89,11 @@ async def create_hold(
                 raise problem from exc
         body = row["body"]
         replayed = bool(row["replayed"])
+        if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
+            metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
         if row["status_code"] >= 400:  # an answer, not an error: nothing was written
             extra = dict(body)
             raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
-        if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
-            metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
         code = "replayed" if replayed else "created"
         return HoldOutcome(int(row["status_code"]), body, replayed)
     except Problem as problem:

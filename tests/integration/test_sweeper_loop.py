@@ -39,3 +39,36 @@ async def test_running_sweeper_releases_and_reports(db_url: str, conn: Any) -> N
     assert "onsale_sweeper_backlog_holds 0.0" in metrics
     assert "onsale_deadlock_retries_total 0.0" in metrics
     await audit_clean(conn)
+
+
+
+async def test_lock_waits_are_recorded_for_winners_and_losers_that_locked(
+    api: Api, conn: Any, db_url: str,
+) -> None:
+    """Two shoppers pass the unlocked check and queue on the same row lock: both
+    waits are observed (the loser's too). A third, who fails fast on the
+    committed state, is not."""
+    import asyncpg
+
+    event_id = await api.create_event(seats=10)
+    a, b, c = [await api.account(conn) for _ in range(3)]
+    blocker = await asyncpg.connect(db_url)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(
+            "SELECT 1 FROM seat_inventory WHERE event_id = $1 AND seat_id = 4 FOR UPDATE",
+            event_id)
+        async with api.client(a) as ca, api.client(b) as cb:
+            racing = [asyncio.create_task(hold(x, event_id, [4])) for x in (ca, cb)]
+            await asyncio.sleep(0.3)
+            await tx.rollback()
+            results = await asyncio.gather(*racing)
+        assert sorted(r.status_code for r in results) == [201, 409]
+        async with api.client(c) as cc:
+            assert (await hold(cc, event_id, [4])).status_code == 409
+    finally:
+        await blocker.close()
+    histogram = api.app.state.metrics.lock_wait
+    observed = sum(bucket.get() for bucket in histogram._buckets)
+    assert observed == 2
