@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import signal
 import socket
 import subprocess
@@ -223,7 +222,3 @@ def start_valkey(
             time.sleep(0.05)
     proc.kill()
     raise EmbeddedError("valkey-server did not answer PING within 15 s")
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
