@@ -41,7 +41,8 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
     # creation, long before autovacuum would analyze the new rows. The event
     # exists either way; a failed ANALYZE is left to autovacuum.
     try:
-        await conn.execute(q["analyze_inventory"])
-    except Exception as exc:
+        async with conn.transaction():  # a savepoint when the caller holds a transaction
+            await conn.execute(q["analyze_inventory"])
+    except Exception as exc:  # logged, not fatal
         log.warning("ANALYZE after creating event %s failed: %s", event_id, exc)
     return event_id

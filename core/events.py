@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -12,7 +15,7 @@ from core.config import Settings
 from core.db import Database, queries
 from core.event_spec import parse_event_spec
 from core.event_store import create_event
-from core.inputs import accepts_gzip, etag_matches, int_path, json_object
+from core.inputs import accepts_gzip, etag_matches, idempotency_key, int_path, json_object
 from core.problems import Problem
 from core.sessions import require_admin
 from core.timefmt import utc_iso
@@ -75,12 +78,32 @@ async def get_venue(request: Request) -> Response:
     return Response(row["body"], media_type="application/json", headers=headers)
 
 
+# Operator requests share the idempotency table under one reserved scope.
+OPERATOR_SCOPE = uuid.UUID(int=0)
+
+
 async def post_event(request: Request) -> Response:
+    """Create an event. An optional Idempotency-Key makes a retried create
+    return the first event instead of making a second one."""
     require_admin(request)
     settings: Settings = request.app.state.settings
     body = await json_object(request)
+    key = request.headers.get("idempotency-key", "").strip() or None
+    if key is not None:
+        key = idempotency_key(request)
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    q = queries("events")
     db: Database = request.app.state.db
-    async with db.connection() as conn:
+    async with db.connection() as conn, conn.transaction():
+        if key is not None:
+            # Reserve the key first: a concurrent twin waits here until we commit.
+            stored = await conn.fetchrow(q["reserve_key"], OPERATOR_SCOPE, key, digest)
+            if stored is None:
+                stored = await conn.fetchrow(q["stored_key"], OPERATOR_SCOPE, key)
+                if stored["digest"] != digest:
+                    raise Problem(409, "idempotency_conflict")
+                return JSONResponse(stored["response"], status_code=stored["status_code"],
+                                    headers={"Idempotent-Replayed": "true"})
         # Defaults ("on sale now") use database time, the clock holds are judged by.
         spec = parse_event_spec(
             body,
@@ -90,10 +113,10 @@ async def post_event(request: Request) -> Response:
             now=await conn.fetchval("SELECT now()"),
         )
         event_id = await create_event(conn, spec)
-        row = await conn.fetchrow(queries("events")["events"], event_id)
-    return JSONResponse(event_json(row), status_code=201,
-                        headers={"Location": f"/api/events/{event_id}"})
-
+        doc = event_json(await conn.fetchrow(q["events"], event_id))
+        if key is not None:
+            await conn.execute(q["store_key_response"], OPERATOR_SCOPE, key, doc)
+    return JSONResponse(doc, status_code=201, headers={"Location": f"/api/events/{event_id}"})
 
 routes = [
     Route("/api/events", list_events, methods=["GET"]),

@@ -74,10 +74,13 @@ PATHS: dict[str, dict[str, Any]] = {
     "/api/ops/events": {"post": {
         "summary": "Create an event from a generated layout (operator)",
         "security": [{"admin": []}],
+        "parameters": [{**_IDEM, "required": False,
+                        "description": "Optional: a retried create returns the first event"}],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/EventSpec"}}}},
         "responses": {"201": _json("Event"), "400": _problem("invalid_request"),
-                      "401": _problem("admin_required")}}},
+                      "401": _problem("admin_required"),
+                      "409": _problem("idempotency_conflict")}}},
     "/metrics": {"get": {"summary": "Prometheus metrics",
                          "responses": {"200": {"description": "text/plain exposition"}}}},
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},

@@ -37,3 +37,15 @@ SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;
 
 -- name: analyze_inventory
 ANALYZE seats, seat_inventory, price_tiers;
+
+-- name: reserve_key
+INSERT INTO idempotency_keys (account_id, key, digest) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING
+RETURNING key;
+
+-- name: stored_key
+SELECT digest, status_code, response FROM idempotency_keys WHERE account_id = $1 AND key = $2;
+
+-- name: store_key_response
+UPDATE idempotency_keys SET status_code = 201, response = $3
+WHERE account_id = $1 AND key = $2;

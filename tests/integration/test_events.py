@@ -6,7 +6,7 @@ import gzip
 import json
 from typing import Any
 
-from tests.conftest import ADMIN_TOKEN, Api
+from tests.conftest import ADMIN_TOKEN, Api, audit_clean
 
 
 async def test_create_list_get_event(api: Api) -> None:
@@ -73,3 +73,29 @@ async def test_venue_is_content_addressed_and_cacheable(api: Api, conn: Any) -> 
     assert other.status_code == 200  # another representation's validator
     assert zipped.headers["etag"] != plain.headers["etag"]
     assert "content-encoding" not in refused.headers
+
+
+async def test_event_creation_is_idempotent_with_a_key(api: Api, conn: Any) -> None:
+    import asyncio
+
+    async with api.client() as c:
+        auth = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Idempotency-Key": "gala-1"}
+        body = {"name": "Gala", "seats": 50}
+        first, twin = await asyncio.gather(
+            c.post("/api/ops/events", json=body, headers=auth),
+            c.post("/api/ops/events", json=body, headers=auth))
+        again = await c.post("/api/ops/events", json=body, headers=auth)
+        other = await c.post("/api/ops/events", json={"name": "Other", "seats": 50},
+                             headers=auth)
+        bad = await c.post("/api/ops/events", json={"name": "x", "seats": 0},
+                           headers={**auth, "Idempotency-Key": "bad-1"})
+        retry_fixed = await c.post("/api/ops/events", json={"name": "x", "seats": 5},
+                                   headers={**auth, "Idempotency-Key": "bad-1"})
+    assert {first.status_code, twin.status_code, again.status_code} == {201}
+    assert first.json() == twin.json() == again.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
+    assert bad.status_code == 400
+    assert retry_fixed.status_code == 201  # a failed create does not consume its key
+    assert await conn.fetchval("SELECT count(*) FROM events") == 2
+    await audit_clean(conn)
