@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import secrets
@@ -117,17 +116,6 @@ async def _create_event(url: str, body: dict[str, Any]) -> int:
         await conn.close()
 
 
-def tune_gc() -> None:
-    """Fewer young-generation collections on the request path.
-
-    Each request allocates many short-lived objects; with the default threshold
-    (700) the collector runs every few requests. Objects alive at start-up are
-    frozen out of collection. Measured with bench/holds.py (docs/benchmarks.md).
-    """
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-
-
 def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> None:
     import uvicorn
 
@@ -140,6 +128,8 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             access_log=False, lifespan="on", proxy_headers=False,
                             server_header=False, date_header=False)
+    from onsale.compose import tune_gc
+
     tune_gc()
     try:
         Server(config).run()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -63,9 +64,21 @@ def build_app(role: str, settings: Settings) -> Starlette:
 
 
 
+def tune_gc() -> None:
+    """Fewer young-generation collections on the request path.
+
+    Each request allocates many short-lived objects; with the default threshold
+    (700) the collector runs every few requests. Objects alive at start-up are
+    frozen out of collection. Measured with bench/holds.py (docs/benchmarks.md).
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
 def app_from_env() -> Starlette:
     """Factory for multi-process serving: role from ONSALE_ROLE, settings from the environment."""
     import os
 
+    tune_gc()
     role = os.environ.get("ONSALE_ROLE", "core")
     return build_app(role, Settings.from_env(require_secrets=role != "worker"))
