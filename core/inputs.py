@@ -19,7 +19,7 @@ async def json_object(request: Request) -> dict[str, Any]:
         raise Problem(413, "invalid_request", detail="The request body is too large.")
     try:
         data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting too
         raise Problem(400, "invalid_json", detail="The body must be a JSON object.") from None
     if not isinstance(data, dict):
         raise Problem(400, "invalid_json", detail="The body must be a JSON object.")

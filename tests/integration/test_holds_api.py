@@ -244,3 +244,23 @@ async def test_best_available_together_looks_past_scattered_single_seats(
     seats = r.json()["seats"]
     assert seats[0]["row"] == seats[1]["row"] and seats[0]["section"] == seats[1]["section"]
     assert abs(seats[0]["number"] - seats[1]["number"]) == 1
+
+
+async def test_hostile_bodies_get_problems_not_stack_traces(api: Api, conn: Any) -> None:
+    event_id = await api.create_event(seats=10)
+    async with api.client(await api.account(conn)) as a:
+        cases = [
+            (b"[" * 20_000 + b"]" * 20_000, 400, "invalid_json"),  # deep nesting
+            (b"\xff\xfe", 400, "invalid_json"),
+            (b'{"seat_ids": [1]}' + b" " * 70_000, 413, "invalid_request"),
+            (b'{"seat_ids": [2147483648]}', 400, "invalid_seats"),
+            (b'{"seat_ids": [true]}', 400, "invalid_seats"),
+            (b'{"best_available": {"quantity": 2, "section": 7}}', 400, "invalid_seats"),
+        ]
+        for body, status, code in cases:
+            r = await a.post(f"/api/events/{event_id}/holds", content=body,
+                             headers={"Idempotency-Key": "hostile"})
+            assert (r.status_code, r.json()["code"]) == (status, code), body[:40]
+        huge = await a.post(f"/api/events/{2**63}/holds", json={"seat_ids": [1]},
+                            headers={"Idempotency-Key": "k"})
+        assert huge.status_code == 404 and huge.json()["code"] == "event_not_found"
