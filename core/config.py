@@ -59,7 +59,7 @@ class Settings:
     max_tickets_per_account: int = 6
     max_seats_per_hold: int = 6
     db_pool_min: int = 2
-    db_pool_max: int = 20
+    db_pool_max: int = 8
     db_acquire_timeout: float = 2.0
     db_statement_timeout_ms: int = 5000
     sweep_interval: float = 1.0
@@ -81,7 +81,7 @@ class Settings:
         admin = env.get("ONSALE_ADMIN_TOKEN", "")
         if require_secrets and len(admin) < 16:
             raise ConfigError("ONSALE_ADMIN_TOKEN must be set to at least 16 characters")
-        pool_max = env_int(env, "ONSALE_DB_POOL_MAX", 20, 1, 1000)
+        pool_max = env_int(env, "ONSALE_DB_POOL_MAX", 8, 1, 1000)
         pool_min = env_int(env, "ONSALE_DB_POOL_MIN", min(2, pool_max), 0, 1000)
         if pool_min > pool_max:
             raise ConfigError(

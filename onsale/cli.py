@@ -125,7 +125,10 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
             if ready_message and self.started:
                 print(ready_message, flush=True)
 
+    from onsale.http_protocol import CorkedHttpToolsProtocol
+
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            http=CorkedHttpToolsProtocol,
                             access_log=False, lifespan="on", proxy_headers=False,
                             server_header=False, date_header=False)
     from onsale.compose import tune_gc

@@ -70,7 +70,6 @@ def _chown_tree(path: Path, user: str) -> None:
 
 PG_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
-    "unix_socket_directories": "''",
     "wal_level": "logical",
     "max_wal_senders": "10",
     "max_replication_slots": "10",
@@ -91,7 +90,12 @@ class EmbeddedPostgres:
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return self.url_for("postgres")
+
+    def url_for(self, database: str) -> str:
+        """Through the Unix socket in the data directory: on one host a round trip
+        costs less CPU than over loopback TCP (the cluster also listens on 127.0.0.1)."""
+        return f"postgresql://postgres@/{database}?host={self.data_dir}&port={self.port}"
 
     def _cmd(self, *args: str, check: bool = True, timeout: float = 60) -> None:
         result = subprocess.run(
@@ -142,7 +146,7 @@ def start_postgres(
     if not (data_dir / "PG_VERSION").exists():
         pg._cmd("initdb", "-D", str(data_dir), "--auth=trust", "--encoding=UTF8",
                 "--locale=C", "-U", "postgres")
-    settings = dict(PG_SETTINGS, port=str(pg.port))
+    settings = dict(PG_SETTINGS, port=str(pg.port), unix_socket_directories=f"'{data_dir}'")
     if fast:
         settings.update(fsync="off", synchronous_commit="off", full_page_writes="off")
     conf = "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n"

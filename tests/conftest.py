@@ -46,7 +46,7 @@ async def template_db(pg: EmbeddedPostgres) -> str:
         await conn.execute("CREATE DATABASE onsale_template")
     finally:
         await conn.close()
-    url = pg.url.rsplit("/", 1)[0] + "/onsale_template"
+    url = pg.url_for("onsale_template")
     conn = await asyncpg.connect(url)
     try:
         await migrate(conn)
@@ -62,7 +62,7 @@ async def fresh_database(pg: EmbeddedPostgres, template: str) -> str:
         await conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
     finally:
         await conn.close()
-    return pg.url.rsplit("/", 1)[0] + f"/{name}"
+    return pg.url_for(name)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ async def _new_db(pg: EmbeddedPostgres, name: str) -> str:
         await conn.execute(f"CREATE DATABASE {name}")
     finally:
         await conn.close()
-    return pg.url.rsplit("/", 1)[0] + f"/{name}"
+    return pg.url_for(name)
 
 
 async def test_migrations_produce_the_declared_schema(pg: EmbeddedPostgres) -> None:

@@ -38,7 +38,7 @@ def test_minimal_environment_and_defaults() -> None:
     assert s.max_tickets_per_account == 6
     assert s.max_seats_per_hold == 6
     assert s.db_pool_min == 2
-    assert s.db_pool_max == 20
+    assert s.db_pool_max == 8
     assert s.db_acquire_timeout == 2.0
     assert s.db_statement_timeout_ms == 5000
     assert s.sweep_interval == 1.0
