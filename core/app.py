@@ -14,12 +14,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core import accounts, events, holds
+from core import accounts, checkout, events, holds, webhooks
 from core.config import Settings
 from core.db import Database, create_pool
 from core.metrics import Metrics, metrics_endpoint
 from core.openapi import openapi_endpoint
+from core.payments import Payments
 from core.problems import Problem, ProblemResponse, http_exception_handler, problem_handler
+from core.psp_client import PspClient
+from core.reconciler import run_reconciler
 from core.sessions import SessionCodec
 from core.sweeper import run_sweeper
 
@@ -47,6 +50,8 @@ def core_routes() -> list[Any]:
         *accounts.routes,
         *events.routes,
         *holds.routes,
+        *checkout.routes,
+        *webhooks.routes,
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
@@ -54,25 +59,42 @@ def core_routes() -> list[Any]:
     ]
 
 
+def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Payments | None:
+    """The provider client and payment driver, when a provider is configured."""
+    if settings.psp_url is None:
+        return None
+    client = PspClient(settings.psp_url, settings.psp_api_key, settings.psp_timeout)
+    return Payments(db, client, settings, metrics)
+
+
 def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
-    """The core tier. ``sweeper`` also runs the expiry sweeper in this process."""
+    """The core tier. ``sweeper`` also runs the expiry sweeper and the payment
+    reconciler in this process (development); production runs them in workers."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         pool = await create_pool(settings)
         app.state.db = Database(pool, settings.db_acquire_timeout)
-        task = None
+        payments = build_payments(app.state.db, settings, app.state.metrics)
+        app.state.payments = payments
+        tasks = []
         if sweeper:
-            task = asyncio.create_task(
+            tasks.append(asyncio.create_task(
                 run_sweeper(pool, app.state.metrics, settings.sweep_interval, settings.sweep_batch)
-            )
+            ))
+            if payments is not None:
+                tasks.append(asyncio.create_task(
+                    run_reconciler(payments, settings.reconcile_interval)))
         try:
             yield
         finally:
-            if task is not None:
+            for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            if payments is not None:
+                await payments.drain()
+                await payments.client.close()
             await pool.close()
 
     app = Starlette(
@@ -86,6 +108,7 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
+    app.state.payments = None
     app.state.sessions = SessionCodec(
         settings.secret_key, settings.session_max_age, settings.cookie_secure
     )

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -64,8 +65,21 @@ class Settings:
     db_statement_timeout_ms: int = 5000
     sweep_interval: float = 1.0
     sweep_batch: int = 500
+    outbox_stream_maxlen: int = 1_000_000
+    outbox_retention_seconds: int = 7 * 86400
     cookie_secure: bool = False
     session_max_age: int = 12 * 3600
+    psp_url: str | None = None
+    psp_api_key: str = ""
+    psp_webhook_secret: str = ""
+    psp_timeout: float = 10.0
+    payment_grace_seconds: int = 600
+    checkout_min_remaining_seconds: int = 15
+    payment_first_check_seconds: int = 30
+    payment_retry_seconds: int = 5
+    reconcile_interval: float = 1.0
+    public_url: str = "http://127.0.0.1:8000"
+    crash_at: str | None = None
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
@@ -102,6 +116,48 @@ class Settings:
                 env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
             sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
+            outbox_stream_maxlen=env_int(
+                env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),
+            outbox_retention_seconds=env_int(
+                env, "ONSALE_OUTBOX_RETENTION_SECONDS", 7 * 86400, 60, 365 * 86400),
             cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
             session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
+            **payment_settings(env),
         )
+
+
+def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """The provider and the checkout timings (docs/configuration.md#payments)."""
+    psp_url = (env.get("ONSALE_PSP_URL") or "").rstrip("/") or None
+    api_key = env.get("ONSALE_PSP_API_KEY", "")
+    secret = env.get("ONSALE_PSP_WEBHOOK_SECRET", "")
+    if psp_url is not None:
+        if not psp_url.startswith(("http://", "https://")):
+            raise ConfigError(f"ONSALE_PSP_URL must be an http(s) URL, got {psp_url!r}")
+        if len(api_key) < 16:
+            raise ConfigError("ONSALE_PSP_API_KEY must be set to at least 16 characters")
+        if len(secret) < 16:
+            raise ConfigError("ONSALE_PSP_WEBHOOK_SECRET must be set to at least 16 characters")
+    crash_at = env.get("ONSALE_CRASH_AT") or None
+    if crash_at is not None and crash_at not in CRASH_POINTS:
+        raise ConfigError(f"ONSALE_CRASH_AT must be one of {', '.join(CRASH_POINTS)}")
+    return {
+        "psp_url": psp_url,
+        "psp_api_key": api_key,
+        "psp_webhook_secret": secret,
+        "psp_timeout": _float(env, "ONSALE_PSP_TIMEOUT", 10.0),
+        "payment_grace_seconds": env_int(env, "ONSALE_PAYMENT_GRACE_SECONDS", 600, 0, 86400),
+        "checkout_min_remaining_seconds": env_int(
+            env, "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS", 15, 0, 3600),
+        "payment_first_check_seconds": env_int(
+            env, "ONSALE_PAYMENT_FIRST_CHECK_SECONDS", 30, 0, 3600),
+        "payment_retry_seconds": env_int(env, "ONSALE_PAYMENT_RETRY_SECONDS", 5, 1, 3600),
+        "reconcile_interval": _float(env, "ONSALE_RECONCILE_INTERVAL", 1.0),
+        "public_url": (env.get("ONSALE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+        "crash_at": crash_at,
+    }
+
+
+# Test-only hooks: the process kills itself (SIGKILL) at this point.
+CRASH_POINTS = ("after_checkout_commit", "after_authorize_sent", "after_sale_commit",
+                "after_capture_sent", "before_outbox_publish")

@@ -37,6 +37,9 @@ def problem_from_db(exc: asyncpg.PostgresError) -> Problem | None:
         extra = {}
     if not isinstance(extra, dict):
         extra = {}
+    for reserved in ("status", "code", "detail"):  # Problem's own fields
+        if reserved in extra:
+            extra[f"db_{reserved}"] = extra.pop(reserved)
     return Problem(_STATUS_BY_CLASS[state], str(getattr(exc, "message", exc)), **extra)
 
 

@@ -42,6 +42,60 @@ class Metrics:
         self.sweeper_errors = Counter(
             "onsale_sweeper_errors_total", "Sweeper passes that failed", registry=r,
         )
+        self.payment_outcomes = Counter(
+            "onsale_payment_outcomes_total",
+            "Provider answers applied to payment operations, by outcome and source",
+            ["outcome", "source"], registry=r,
+        )
+        self.checkout_latency = Histogram(
+            "onsale_checkout_seconds", "Checkout request latency, including the authorization",
+            buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.reconcile_backlog = Gauge(
+            "onsale_payment_open_operations",
+            "Payment operations without a definitive outcome (pending, unknown, 3-D Secure)",
+            registry=r,
+        )
+        self.oldest_unknown = Gauge(
+            "onsale_payment_oldest_unknown_seconds",
+            "Age of the oldest payment operation whose outcome is unknown", registry=r,
+        )
+        self.reconciled = Counter(
+            "onsale_payment_reconciled_total", "Reconciler decisions by action",
+            ["action"], registry=r,
+        )
+        self.reconcile_errors = Counter(
+            "onsale_payment_reconcile_errors_total", "Reconciler passes that failed", registry=r,
+        )
+        self.webhooks = Counter(
+            "onsale_payment_webhooks_total", "Provider webhooks by result", ["result"], registry=r,
+        )
+        # The outbox relay and the ticket consumer (docs/outbox.md).
+        self.outbox_backlog = Gauge(
+            "onsale_outbox_backlog_rows", "Outbox rows not yet published", registry=r,
+        )
+        self.outbox_oldest_unpublished = Gauge(
+            "onsale_outbox_oldest_unpublished_seconds",
+            "Age of the oldest outbox row not yet published", registry=r,
+        )
+        self.outbox_published = Counter(
+            "onsale_outbox_published_total", "Outbox rows published to the stream", registry=r,
+        )
+        self.outbox_relay_errors = Counter(
+            "onsale_outbox_relay_errors_total", "Outbox relay passes that failed", registry=r,
+        )
+        self.tickets_issued = Counter(
+            "onsale_tickets_issued_total", "Tickets issued by the ticket consumer", registry=r,
+        )
+        self.ticket_consumer_pending = Gauge(
+            "onsale_ticket_consumer_pending",
+            "Stream entries delivered to the tickets group and not yet acknowledged", registry=r,
+        )
+        self.ticket_consumer_errors = Counter(
+            "onsale_ticket_consumer_errors_total",
+            "Ticket consumer failures (passes that failed, malformed or trimmed entries)",
+            registry=r,
+        )
 
 
 async def metrics_endpoint(request: Request) -> Response:

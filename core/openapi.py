@@ -71,6 +71,36 @@ PATHS: dict[str, dict[str, Any]] = {
         "delete": {"summary": "Release one of your holds", "parameters": [_HOLD],
                    "responses": {"200": _json("Hold"), "404": _problem("hold_not_found"),
                                  "409": _problem("hold_not_releasable")}}},
+    "/api/holds/{hold_id}/checkout": {"post": {
+        "summary": "Pay for a hold: authorize, sell, capture (one order per hold)",
+        "parameters": [_HOLD, _IDEM],
+        "requestBody": {"content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
+        "responses": {
+            "201": _json("Order", "The order and its payment state; next_action when the "
+                                  "shopper must authenticate (3-D Secure)"),
+            "200": _json("Order", "A replay of the same key and body: the order's current state"),
+            "400": _problem("invalid_payment_method", "idempotency_key_required",
+                            "invalid_json", "invalid_request"),
+            "401": _problem("authentication_required"),
+            "404": _problem("hold_not_found"),
+            "409": _problem("hold_expired", "hold_expiring", "hold_checked_out",
+                            "checkout_in_progress", "price_changed", "ticket_limit_exceeded",
+                            "idempotency_conflict"),
+            "503": _problem("payments_unavailable", "inventory_unavailable")}}},
+    "/api/orders/{order_id}": {"get": {
+        "summary": "One of your orders: status, payment status, seats, amount, tickets",
+        "parameters": [{"name": "order_id", "in": "path", "required": True,
+                        "schema": {"type": "string", "format": "uuid"}}],
+        "responses": {"200": _json("Order"), "401": _problem("authentication_required"),
+                      "404": _problem("order_not_found")}}},
+    "/api/webhooks/payments": {"post": {
+        "summary": "Provider webhooks (Psp-Signature: t=...,v1=HMAC-SHA256)",
+        "parameters": [{"name": "Psp-Signature", "in": "header", "required": True,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "Received (applied, ignored or a duplicate)"},
+                      "400": _problem("invalid_signature", "invalid_webhook"),
+                      "503": _problem("payments_unavailable")}}},
     "/api/ops/events": {"post": {
         "summary": "Create an event from a generated layout (operator)",
         "security": [{"admin": []}],
@@ -138,6 +168,28 @@ SCHEMAS: dict[str, Any] = {
                 "quantity": {"type": "integer", "minimum": 1,
                              "description": "At most the event's max_seats_per_hold"},
                 "section": {"type": "string"}, "together": {"type": "boolean"}}}}}]},
+    "CheckoutRequest": {"type": "object", "required": ["payment_method"], "properties": {
+        "payment_method": {"type": "string", "description":
+                           "A card number (the simulator's test cards) or a payment method id"}}},
+    "Order": {"type": "object", "properties": {
+        "order_id": {"type": "string", "format": "uuid"},
+        "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},
+        "order_status": {"type": "string",
+                         "enum": ["PENDING", "CONFIRMED", "CANCELLED", "FAILED"]},
+        "payment_status": {"type": "string", "enum": [
+            "PENDING", "REQUIRES_ACTION", "AUTHORIZED", "CAPTURED", "DECLINED", "UNKNOWN",
+            "VOIDED", "CAPTURE_FAILED", "FAILED"]},
+        "next_action": {"type": ["object", "null"]},
+        "amount_minor": {"type": "integer"}, "currency": {"type": "string"},
+        "seats": {"type": "array", "items": _SEAT},
+        "tickets": {"type": "array", "items": {"type": "object", "properties": {
+            "ticket_id": {"type": "string"}, "seat_id": {"type": "integer"},
+            "code": {"type": "string"}}}},
+        "cancel_reason": {"type": ["string", "null"]},
+        "hold_expires_at": {"type": "string", "format": "date-time"},
+        "payment_deadline": {"type": ["string", "null"], "format": "date-time"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "updated_at": {"type": "string", "format": "date-time"}}},
     "Hold": {"type": "object", "properties": {
         "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},
         "status": {"type": "string",

@@ -31,6 +31,14 @@ TITLES: dict[str, str] = {
     "inventory_unavailable": (
         "Seat inventory is temporarily unavailable; retry with the same Idempotency-Key"
     ),
+    "hold_checked_out": "This hold has already been paid for",
+    "checkout_in_progress": "A payment for this hold is already in progress",
+    "hold_expiring": "Too little time is left on this hold to start a payment",
+    "invalid_payment_method": "The payment method is missing or malformed",
+    "payments_unavailable": "Payments are not configured or not reachable",
+    "order_not_found": "No such order",
+    "invalid_signature": "The webhook signature is missing, stale or wrong",
+    "invalid_webhook": "The webhook payload is malformed",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",

@@ -30,14 +30,21 @@ WHERE si.status = 'SOLD' AND (o.order_id IS NULL OR o.status NOT IN ('CONFIRMED'
 
 -- name: releases_touch_only_their_hold
 -- Invariant 4: a release changed only the hold it names, and an expiry or a
--- reclaim only touched a hold whose deadline had passed.
+-- reclaim only touched a hold whose deadline had passed. Seats in payment
+-- are released only by a payment that failed (confirmed by the provider), and
+-- sold seats only by an audited compensation.
 SELECT release_id, hold_id, event_id, seat_id, prior_hold_id, prior_status,
        prior_expires_at, reason, released_at
 FROM hold_releases
 WHERE prior_hold_id IS DISTINCT FROM hold_id
-   OR prior_status <> 'HELD'
+   OR prior_status <> CASE reason WHEN 'payment_failed' THEN 'PAYMENT_PENDING'
+                                  WHEN 'compensated' THEN 'SOLD'
+                                  ELSE 'HELD' END
    OR (reason IN ('expired', 'reclaimed')
-       AND (prior_expires_at IS NULL OR prior_expires_at > released_at));
+       AND (prior_expires_at IS NULL OR prior_expires_at > released_at))
+   OR (reason = 'compensated' AND NOT EXISTS (
+           SELECT 1 FROM payment_events pe JOIN orders o ON o.order_id = pe.order_id
+           WHERE o.hold_id = hold_releases.hold_id AND pe.action = 'compensated'));
 
 -- name: held_seats_belong_to_their_hold
 -- From the seat: a held seat's hold exists, lists it, is in the same state
@@ -48,7 +55,8 @@ WHERE si.status IN ('HELD', 'PAYMENT_PENDING')
   AND (h.hold_id IS NULL OR h.event_id <> si.event_id
        OR NOT (si.seat_id = ANY (h.seat_ids))
        OR h.status <> si.status
-       OR h.expires_at <> si.hold_expires_at);
+       OR CASE si.status WHEN 'PAYMENT_PENDING' THEN h.grace_until ELSE h.expires_at END
+          IS DISTINCT FROM si.hold_expires_at);
 
 -- name: live_holds_own_all_their_seats
 -- From the hold: a live hold still owns every seat it lists (no seat of a
@@ -76,7 +84,16 @@ HAVING sum(h.seat_count) > e.max_tickets_per_account;
 SELECT k.account_id, k.key, k.resource_id, h.hold_id, 'key names another hold' AS problem
 FROM idempotency_keys k
 LEFT JOIN holds h ON h.account_id = k.account_id AND h.idempotency_key = k.key
-WHERE k.response IS NULL OR k.resource_id IS DISTINCT FROM h.hold_id
+WHERE k.scope = 'hold' AND (k.response IS NULL OR k.resource_id IS DISTINCT FROM h.hold_id)
+UNION ALL
+-- A checkout key names one order of the same account, and the operation it
+-- started belongs to that order.
+SELECT k.account_id, k.key, k.resource_id, NULL, 'checkout key names no order of its account'
+FROM idempotency_keys k
+WHERE k.scope = 'checkout' AND NOT EXISTS (
+    SELECT 1 FROM orders o JOIN payment_operations p ON p.order_id = o.order_id
+    WHERE o.order_id = k.resource_id AND o.account_id = k.account_id
+      AND p.operation_id = (k.response ->> 'operation_id')::uuid)
 UNION ALL
 SELECT h.account_id, h.idempotency_key, NULL, h.hold_id, 'hold without its key record'
 FROM holds h
@@ -84,3 +101,37 @@ WHERE h.created_at > now() - interval '23 hours'
   AND NOT EXISTS (SELECT 1 FROM idempotency_keys k
                   WHERE k.account_id = h.account_id AND k.key = h.idempotency_key
                     AND k.resource_id = h.hold_id);
+
+-- name: payment_pending_holds_have_an_open_payment
+-- A seat is in payment only while an authorization's outcome is open (or a
+-- void that will end it is on its way): never left behind by a finished one.
+SELECT h.hold_id, h.event_id, o.order_id, o.status AS order_status
+FROM holds h LEFT JOIN orders o ON o.hold_id = h.hold_id
+WHERE h.status = 'PAYMENT_PENDING'
+  AND NOT EXISTS (SELECT 1 FROM payment_operations p
+                  WHERE p.order_id = o.order_id AND p.kind IN ('AUTHORIZE', 'VOID')
+                    AND p.status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION'));
+
+-- name: confirmed_orders_were_authorized
+SELECT o.order_id, o.status, o.payment_status
+FROM orders o
+WHERE o.status = 'CONFIRMED'
+  AND NOT EXISTS (SELECT 1 FROM payment_operations p
+                  WHERE p.order_id = o.order_id AND p.kind = 'AUTHORIZE'
+                    AND p.status = 'SUCCEEDED');
+
+-- name: tickets_only_for_paid_orders
+SELECT t.ticket_id, t.order_id, o.status, o.payment_status
+FROM tickets t JOIN orders o ON o.order_id = t.order_id
+WHERE o.status <> 'CONFIRMED' OR o.payment_status <> 'CAPTURED'
+   OR NOT EXISTS (SELECT 1 FROM order_items oi
+                  WHERE oi.order_id = t.order_id AND oi.seat_id = t.seat_id AND oi.valid);
+
+-- name: ended_orders_own_no_seats
+SELECT o.order_id, o.status, si.event_id, si.seat_id, si.status AS seat_status
+FROM orders o
+JOIN holds h ON h.hold_id = o.hold_id
+JOIN seat_inventory si ON si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
+WHERE o.status IN ('FAILED', 'CANCELLED')
+  AND (si.order_id = o.order_id
+       OR (si.hold_id = h.hold_id AND si.status IN ('PAYMENT_PENDING', 'SOLD')));

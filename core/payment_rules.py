@@ -1,0 +1,186 @@
+"""What a provider answer means for one payment operation (sans-I/O).
+
+The provider is reached over HTTP, so an answer may be missing (timeout,
+connection reset, response lost after the provider acted) or ambiguous (5xx).
+Those are UNKNOWN, never failure: only a definitive answer moves an operation
+to a final state. The database function ``onsale_payment_apply`` then applies
+the outcome, accepting only forward transitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+AUTHORIZE, CAPTURE, VOID = "AUTHORIZE", "CAPTURE", "VOID"
+OPEN_STATUSES = ("PENDING", "UNKNOWN", "REQUIRES_ACTION")
+
+
+@dataclass(frozen=True)
+class ProviderAnswer:
+    """An HTTP exchange with the provider; ``status_code`` None = no response at all."""
+
+    status_code: int | None
+    body: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    outcome: str
+    provider_ref: str | None = None
+    failure_code: str | None = None
+    next_action: dict[str, Any] | None = None
+
+
+UNKNOWN = Outcome("UNKNOWN")
+
+
+def _intent(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The payment intent in a success body or inside an error body."""
+    if not isinstance(body, dict):
+        return None
+    if body.get("object") == "payment_intent":
+        return body
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("payment_intent"), dict):
+        intent: dict[str, Any] = error["payment_intent"]
+        return intent
+    return None
+
+
+def _error(body: dict[str, Any] | None) -> dict[str, Any]:
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _failure_code(intent: dict[str, Any] | None, error: dict[str, Any]) -> str | None:
+    last = intent.get("last_payment_error") if intent else None
+    for source in (error, last if isinstance(last, dict) else {}):
+        code = source.get("decline_code") or source.get("code")
+        if isinstance(code, str) and code:
+            return code
+    return None
+
+
+def from_intent(kind: str, intent: dict[str, Any]) -> Outcome:
+    """The outcome a payment intent's current state means for an operation of ``kind``."""
+    ref = intent.get("id") if isinstance(intent.get("id"), str) else None
+    status = intent.get("status")
+    if kind == AUTHORIZE:
+        if status in ("requires_capture", "succeeded"):
+            return Outcome("AUTHORIZED", ref)
+        if status == "requires_action":
+            action = intent.get("next_action")
+            return Outcome("REQUIRES_ACTION", ref,
+                           next_action=action if isinstance(action, dict) else None)
+        if status == "requires_payment_method":
+            return Outcome("DECLINED", ref, _failure_code(intent, {}) or "declined")
+        if status == "canceled":
+            return Outcome("NO_AUTHORIZATION", ref, "canceled")
+        return Outcome("UNKNOWN", ref)
+    if kind == CAPTURE:
+        if status == "succeeded":
+            return Outcome("CAPTURED", ref)
+        if status in ("canceled", "requires_payment_method"):
+            return Outcome("CAPTURE_FAILED", ref, str(intent.get("cancellation_reason") or status))
+        return Outcome("UNKNOWN", ref)
+    if kind == VOID:
+        if status == "canceled":
+            return Outcome("VOIDED", ref)
+        if status == "succeeded":
+            return Outcome("VOID_FAILED", ref, "already_captured")
+        return Outcome("UNKNOWN", ref)
+    raise ValueError(f"unknown operation kind {kind!r}")
+
+
+def _ambiguous(answer: ProviderAnswer) -> bool:
+    """No definitive answer: no response, a server error, throttling, a conflict
+    (a twin request still running), or credentials the provider refused (nothing
+    was done, but nothing final can be concluded either)."""
+    code = answer.status_code
+    return code is None or code >= 500 or code in (401, 403, 409, 429)
+
+
+def classify(kind: str, answer: ProviderAnswer) -> Outcome:
+    """Map one HTTP answer for an operation of ``kind`` to its outcome."""
+    if _ambiguous(answer):
+        return UNKNOWN
+    intent = _intent(answer.body)
+    error = _error(answer.body)
+    if answer.status_code == 200:
+        return from_intent(kind, intent) if intent else UNKNOWN
+    if error.get("type") == "idempotency_error":
+        return UNKNOWN  # our key met other parameters: look the operation up instead
+    if kind == AUTHORIZE:
+        if answer.status_code in (400, 402):  # declined, or a card the provider refused
+            ref = intent.get("id") if intent else None
+            return Outcome("DECLINED", ref, _failure_code(intent, error) or "declined")
+        return UNKNOWN
+    if kind == CAPTURE:
+        if intent is not None and answer.status_code == 400:
+            state = from_intent(CAPTURE, intent)
+            return state if state.outcome != "UNKNOWN" else Outcome(
+                "CAPTURE_FAILED", intent.get("id"), str(error.get("code") or "capture_failed"))
+        if answer.status_code in (400, 402, 404):
+            return Outcome("CAPTURE_FAILED", None, str(error.get("code") or "capture_failed"))
+        return UNKNOWN
+    if kind == VOID:
+        if intent is not None and answer.status_code == 400:
+            state = from_intent(VOID, intent)
+            return state if state.outcome != "UNKNOWN" else Outcome(
+                "VOID_FAILED", intent.get("id"), str(error.get("code") or "void_failed"))
+        if answer.status_code == 404:
+            return Outcome("VOIDED", None, "no_such_intent")  # nothing left to void
+        return UNKNOWN
+    raise ValueError(f"unknown operation kind {kind!r}")
+
+
+WEBHOOK_TARGETS: dict[str, tuple[str, ...]] = {
+    "payment_intent.amount_capturable_updated": (AUTHORIZE,),
+    "payment_intent.requires_action": (AUTHORIZE,),
+    "payment_intent.payment_failed": (AUTHORIZE,),
+    "payment_intent.succeeded": (CAPTURE,),
+    # A cancel ends our void, or tells an open authorization that none exists.
+    "payment_intent.canceled": (VOID, AUTHORIZE),
+}
+
+
+def webhook_outcomes(event_type: str, intent: dict[str, Any]) -> list[tuple[str, Outcome]]:
+    """(operation kind, outcome) pairs a verified webhook event asks to apply."""
+    return [(kind, from_intent(kind, intent)) for kind in WEBHOOK_TARGETS.get(event_type, ())]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the reconciler does with an open authorization after looking it up."""
+
+    action: str  # "apply" | "abandon" | "wait"
+    outcome: Outcome | None = None
+
+
+def after_lookup(found: dict[str, Any] | None, past_grace: bool) -> Decision:
+    """An open AUTHORIZE operation, looked up at the provider by its operation id.
+
+    Nothing found releases the seats only once the grace deadline has passed
+    (the request may still be on its way before that). A shopper still in
+    3-D Secure past the grace is abandoned: the intent is voided first, and the
+    seats go only when the provider confirms the void.
+    """
+    if found is None:
+        return Decision("apply", Outcome("NO_AUTHORIZATION", None, "not_found")) if past_grace \
+            else Decision("wait")
+    outcome = from_intent(AUTHORIZE, found)
+    if outcome.outcome == "REQUIRES_ACTION":
+        return Decision("abandon", outcome) if past_grace else Decision("wait", outcome)
+    if outcome.outcome == "UNKNOWN":
+        return Decision("wait", outcome)
+    return Decision("apply", outcome)
+
+
+def mask_payment_method(raw: str) -> str:
+    """What may be stored: never a full card number."""
+    digits = "".join(ch for ch in raw if ch.isdigit())
+    if len(digits) >= 12 and len(digits) == len(raw.replace(" ", "").replace("-", "")):
+        return f"card_{digits[-4:]}"
+    return raw[:64]

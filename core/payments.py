@@ -1,0 +1,103 @@
+"""Drive payment operations: send to the provider, apply the answer, follow up.
+
+Thin I/O around core/payment_rules.py (what an answer means) and the SQL
+function onsale_payment_apply (the state change). No database transaction is
+open while the provider is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import uuid
+from typing import Any
+
+from core.config import Settings
+from core.db import Database, queries
+from core.metrics import Metrics
+from core.payment_rules import CAPTURE, VOID, Outcome, classify
+from core.psp_client import PspClient
+
+log = logging.getLogger("onsale.payments")
+
+
+def crash_point(settings: Settings, name: str) -> None:
+    """Test hook (ONSALE_CRASH_AT): die here as kill -9 would, mid-protocol."""
+    if settings.crash_at == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Payments:
+    def __init__(self, db: Database, client: PspClient, settings: Settings,
+                 metrics: Metrics) -> None:
+        self.db = db
+        self.client = client
+        self.settings = settings
+        self.metrics = metrics
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def apply(self, operation_id: uuid.UUID, outcome: Outcome, source: str,
+                    conn: Any | None = None) -> dict[str, Any]:
+        """Record one answer; returns the order's state and any follow-up to send."""
+        args = (operation_id, outcome.outcome, outcome.provider_ref, outcome.failure_code,
+                outcome.next_action, source, self.settings.payment_retry_seconds)
+        if conn is not None:
+            result = await conn.fetchval(queries("payments")["apply"], *args)
+        else:
+            async with self.db.connection() as c:
+                result = await c.fetchval(queries("payments")["apply"], *args)
+        self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source=source).inc()
+        return result if isinstance(result, dict) else json.loads(result)
+
+    async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
+                        currency: str, payment_method: str) -> dict[str, Any]:
+        answer = await self.client.authorize(
+            operation_id, order_id, amount_minor, currency, payment_method,
+            f"{self.settings.public_url}/orders/{order_id}")
+        crash_point(self.settings, "after_authorize_sent")
+        result = await self.apply(operation_id, classify("AUTHORIZE", answer), "response")
+        await self.follow_up(result)
+        return result
+
+    async def follow_up(self, result: dict[str, Any]) -> None:
+        """Send the capture (after the sale committed) or the void the answer asked for."""
+        follow = result.get("follow_up")
+        if not follow:
+            return
+        if follow["kind"] == CAPTURE:
+            crash_point(self.settings, "after_sale_commit")
+        await self.send(uuid.UUID(follow["operation_id"]), follow["kind"], follow["provider_ref"])
+
+    async def send(self, operation_id: uuid.UUID, kind: str, intent_id: str | None) -> None:
+        """Send (or re-send, same idempotency key) a capture or a void, and apply it."""
+        if intent_id is None:
+            return  # nothing known to act on; the reconciler looks it up
+        if kind == CAPTURE:
+            answer = await self.client.capture(operation_id, intent_id)
+            crash_point(self.settings, "after_capture_sent")
+        else:
+            answer = await self.client.cancel(operation_id, intent_id)
+        await self.apply(operation_id, classify(kind if kind == CAPTURE else VOID, answer),
+                         "response")
+
+    def follow_up_soon(self, result: dict[str, Any]) -> None:
+        """Follow up without holding the caller (a webhook answer must be quick).
+        If this process dies first, the reconciler sends it."""
+        if not result.get("follow_up"):
+            return
+        task = asyncio.create_task(self._follow_up_logged(result))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _follow_up_logged(self, result: dict[str, Any]) -> None:
+        try:
+            await self.follow_up(result)
+        except Exception:  # the reconciler converges it
+            log.exception("follow-up %s failed; the reconciler will retry", result.get("follow_up"))
+
+    async def drain(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

@@ -1,0 +1,108 @@
+"""The payment reconciler: converge every operation whose outcome is not known.
+
+Each pass leases a batch of due operations (SKIP LOCKED, so reconcilers on
+several workers share the work), asks the provider, and applies what it says:
+- an authorization is looked up by its operation id. Found: its state is
+  applied (an authorization sells or is voided; 3-D Secure still pending past
+  the grace is voided first). Not found: the seats are released only once the
+  grace has passed; before that, we look again later;
+- a capture or a void is re-sent with its own idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from core.db import queries
+from core.metrics import Metrics
+from core.payment_rules import AUTHORIZE, VOID, Outcome, after_lookup
+from core.payments import Payments
+from core.psp_client import search_hit
+
+log = logging.getLogger("onsale.reconciler")
+LEASE_SECONDS = 30
+
+
+async def _authorization(payments: Payments, op: Any) -> str:
+    answered, found = search_hit(await payments.client.find_by_operation(op["operation_id"]))
+    if not answered:
+        return "wait"
+    decision = after_lookup(found, bool(op["past_grace"]))
+    if decision.action == "wait":
+        return "wait"
+    assert decision.outcome is not None
+    if decision.action == "abandon":
+        async with payments.db.connection() as conn:
+            void_id = await conn.fetchval(queries("payments")["abandon"], op["operation_id"],
+                                          decision.outcome.provider_ref)
+        if void_id is not None:
+            await payments.send(void_id, VOID, decision.outcome.provider_ref)
+        return "abandon"
+    result = await payments.apply(op["operation_id"], decision.outcome, "reconciler")
+    await payments.follow_up(result)
+    return decision.outcome.outcome.lower()
+
+
+async def _follow_up(payments: Payments, op: Any) -> str:
+    intent_id = op["provider_ref"]
+    if intent_id is None:  # a void for an authorization never found by id
+        answered, found = search_hit(
+            await payments.client.find_by_operation(op["parent_operation_id"]))
+        if not answered:
+            return "wait"
+        if found is None:
+            await payments.apply(op["operation_id"], Outcome("VOIDED", None, "not_found"),
+                                 "reconciler")
+            return "voided"
+        intent_id = found["id"]
+    await payments.send(op["operation_id"], op["kind"], intent_id)
+    return "resent"
+
+
+async def reconcile_once(payments: Payments, batch: int = 100) -> dict[str, int]:
+    """One pass over due operations. Returns counts by action (for tests and metrics)."""
+    q = queries("payments")
+    async with payments.db.connection() as conn:
+        due = await conn.fetch(q["claim_due"], batch, LEASE_SECONDS)
+    counts: dict[str, int] = {}
+    for op in due:
+        try:
+            if op["kind"] == AUTHORIZE:
+                action = await _authorization(payments, op)
+            else:
+                action = await _follow_up(payments, op)
+        except Exception:
+            log.exception("reconciling %s %s failed", op["kind"], op["operation_id"])
+            action = "error"
+        if action in ("wait", "error"):
+            async with payments.db.connection() as conn:
+                await conn.execute(q["recheck_later"], op["operation_id"],
+                                   payments.settings.payment_retry_seconds)
+        payments.metrics.reconciled.labels(action=action).inc()
+        counts[action] = counts.get(action, 0) + 1
+    return counts
+
+
+async def update_backlog(payments: Payments, metrics: Metrics) -> None:
+    async with payments.db.connection() as conn:
+        row = await conn.fetchrow(queries("payments")["backlog"])
+    metrics.reconcile_backlog.set(row["open_operations"])
+    metrics.oldest_unknown.set(float(row["oldest_unknown_age"]))
+
+
+async def run_reconciler(payments: Payments, interval: float) -> None:
+    """Reconcile forever; a failed pass is logged, counted and retried."""
+    while True:
+        try:
+            while sum((await reconcile_once(payments)).values()) >= 100:
+                pass
+            await update_backlog(payments, payments.metrics)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            payments.metrics.reconcile_errors.inc()
+            log.exception("reconciler pass failed")
+        await asyncio.sleep(interval)
+

@@ -1,0 +1,73 @@
+-- name: checkout_begin
+SELECT order_id, operation_id, replayed, amount_minor, currency
+FROM onsale_checkout_begin($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: apply
+SELECT onsale_payment_apply($1, $2, $3, $4, $5, $6, $7) AS result;
+
+-- name: abandon
+SELECT onsale_payment_abandon($1, $2) AS void_id;
+
+-- name: operation
+SELECT p.operation_id, p.order_id, p.kind, p.status, p.provider_ref, p.parent_operation_id,
+       p.amount_minor, p.currency, parent.provider_ref AS parent_provider_ref
+FROM payment_operations p
+LEFT JOIN payment_operations parent ON parent.operation_id = p.parent_operation_id
+WHERE p.operation_id = $1;
+
+-- name: child_operation
+SELECT operation_id FROM payment_operations
+WHERE parent_operation_id = $1 AND kind = $2;
+
+-- name: order_for_account
+SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_minor,
+       o.currency, o.cancel_reason, o.created_at, o.updated_at, h.seats, h.expires_at,
+       h.grace_until,
+       (SELECT p.next_action FROM payment_operations p
+        WHERE p.order_id = o.order_id AND p.kind = 'AUTHORIZE' AND p.status = 'REQUIRES_ACTION'
+        LIMIT 1) AS next_action,
+       (SELECT coalesce(jsonb_agg(jsonb_build_object('ticket_id', t.ticket_id,
+                                                     'seat_id', t.seat_id, 'code', t.code)
+                                  ORDER BY t.seat_id), '[]')
+        FROM tickets t WHERE t.order_id = o.order_id) AS tickets
+FROM orders o JOIN holds h ON h.hold_id = o.hold_id
+WHERE o.order_id = $1 AND o.account_id = $2;
+
+-- name: orders_for_account
+SELECT o.order_id FROM orders o WHERE o.account_id = $1 ORDER BY o.created_at DESC LIMIT 50;
+
+-- name: record_webhook
+INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, payload)
+VALUES ($1, $2, $3, 'received', $4)
+ON CONFLICT (provider_event_id) DO NOTHING
+RETURNING provider_event_id;
+
+-- name: webhook_outcome
+UPDATE webhook_events SET outcome = $2 WHERE provider_event_id = $1;
+
+-- name: claim_due
+-- Lease a batch of open operations to this reconciler (SKIP LOCKED: several
+-- reconcilers share the work; a crashed one's lease simply runs out).
+UPDATE payment_operations p
+SET next_check_at = now() + make_interval(secs => $2)
+FROM (SELECT operation_id FROM payment_operations
+      WHERE status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION') AND next_check_at <= now()
+      ORDER BY next_check_at
+      LIMIT $1
+      FOR UPDATE SKIP LOCKED) AS due,
+     orders o, holds h
+WHERE p.operation_id = due.operation_id AND o.order_id = p.order_id AND h.hold_id = o.hold_id
+RETURNING p.operation_id, p.order_id, p.kind, p.status, p.provider_ref,
+          p.parent_operation_id, coalesce(h.grace_until, h.expires_at) <= now() AS past_grace;
+
+-- name: recheck_later
+UPDATE payment_operations
+SET next_check_at = now() + make_interval(secs => $2), updated_at = now()
+WHERE operation_id = $1 AND status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');
+
+-- name: backlog
+SELECT count(*) AS open_operations,
+       coalesce(extract(epoch FROM now() - min(created_at))
+                FILTER (WHERE status IN ('PENDING', 'UNKNOWN')), 0) AS oldest_unknown_age
+FROM payment_operations
+WHERE status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');

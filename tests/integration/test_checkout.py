@@ -1,0 +1,377 @@
+"""Checkout against the provider simulator over HTTP: the seed's sequence,
+declines, 3-D Secure, idempotency, races, webhooks and the reconciler."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from core.payments import Payments
+from core.reconciler import reconcile_once
+from onsale.embedded import EmbeddedPostgres
+from psp.signature import sign
+from tests.conftest import ADMIN_TOKEN, audit_clean, fresh_database
+from tests.stack import (
+    APPROVE,
+    DECLINE,
+    INSUFFICIENT,
+    THREE_DS,
+    WEBHOOK_SECRET,
+    Stack,
+    eventually,
+    payments_for,
+)
+
+
+@pytest.fixture(scope="module")
+async def stack(pg: EmbeddedPostgres, template_db: str,
+                tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    s = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("stack"))
+    try:
+        s.start_psp()
+        s.start_core()
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+async def db(stack: Stack) -> AsyncIterator[Any]:
+    conn = await asyncpg.connect(stack.db_url)
+    from core.db import init_connection
+
+    await init_connection(conn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def payments(stack: Stack) -> AsyncIterator[Payments]:
+    async with payments_for(stack) as p:
+        yield p
+
+
+@pytest.fixture(autouse=True)
+async def _no_faults(stack: Stack) -> AsyncIterator[None]:
+    await stack.clear_faults()
+    yield
+    await stack.clear_faults()
+
+
+async def new_event(stack: Stack, **body: Any) -> int:
+    body.setdefault("name", "Checkout night")
+    body.setdefault("seats", 40)
+    async with stack.client() as c:
+        r = await c.post("/api/ops/events", json=body,
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert r.status_code == 201, r.text
+    return int(r.json()["event_id"])
+
+
+async def new_account(db: Any) -> uuid.UUID:
+    account: uuid.UUID = await db.fetchval(
+        "INSERT INTO accounts (email, password_hash) VALUES ($1, 'x') RETURNING account_id",
+        f"c{uuid.uuid4().hex[:12]}@example.com")
+    return account
+
+
+async def held(client: httpx.AsyncClient, event_id: int, seats: list[int]) -> str:
+    r = await client.post(f"/api/events/{event_id}/holds", json={"seat_ids": seats},
+                          headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert r.status_code == 201, r.text
+    return str(r.json()["hold_id"])
+
+
+async def checkout(client: httpx.AsyncClient, hold_id: str, card: str,
+                   key: str | None = None) -> httpx.Response:
+    return await client.post(f"/api/holds/{hold_id}/checkout", json={"payment_method": card},
+                             headers={"Idempotency-Key": key or uuid.uuid4().hex})
+
+
+async def order(client: httpx.AsyncClient, order_id: str) -> dict[str, Any]:
+    r = await client.get(f"/api/orders/{order_id}")
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    return data
+
+
+async def seat_statuses(db: Any, event_id: int, seats: list[int]) -> list[str]:
+    rows = await db.fetch("SELECT status FROM seat_inventory WHERE event_id = $1 "
+                          "AND seat_id = ANY($2) ORDER BY seat_id", event_id, seats)
+    return [r["status"] for r in rows]
+
+
+async def intents_for(stack: Stack, order_id: str) -> list[dict[str, Any]]:
+    async with stack.psp_client() as c:
+        r = await c.get("/_sim/intents", params={"metadata_key": "order_id",
+                                                 "metadata_value": order_id})
+    assert r.status_code == 200, r.text
+    data = r.json()
+    return list(data["data"] if isinstance(data, dict) else data)
+
+
+async def test_approved_card_confirms_sells_and_captures(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    me = await new_account(db)
+    async with stack.client(me) as c:
+        hold_id = await held(c, event_id, [1, 2])
+        r = await checkout(c, hold_id, APPROVE)
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert (body["order_status"], body["payment_status"]) == ("CONFIRMED", "CAPTURED")
+        assert r.headers["location"] == f"/api/orders/{body['order_id']}"
+        assert body["amount_minor"] == sum(s["price_minor"] for s in body["seats"])
+        assert [s["seat_id"] for s in body["seats"]] == [1, 2]
+        again = await order(c, body["order_id"])
+        assert {k: again[k] for k in ("order_status", "payment_status", "seats", "amount_minor")} \
+            == {k: body[k] for k in ("order_status", "payment_status", "seats", "amount_minor")}
+    assert await seat_statuses(db, event_id, [1, 2]) == ["SOLD", "SOLD"]
+    intents = await intents_for(stack, body["order_id"])
+    assert [(i["status"], i["amount_received"]) for i in intents] == \
+        [("succeeded", body["amount_minor"])]
+    async with stack.client(await new_account(db)) as stranger:
+        r = await stranger.get(f"/api/orders/{body['order_id']}")
+        assert r.status_code == 404 and r.json()["code"] == "order_not_found"
+    await audit_clean(db)
+
+
+async def test_a_declined_card_returns_the_hold_for_another_try(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    me = await new_account(db)
+    async with stack.client(me) as c:
+        hold_id = await held(c, event_id, [3])
+        first = await checkout(c, hold_id, DECLINE)
+        assert first.status_code == 201, first.text
+        assert (first.json()["order_status"], first.json()["payment_status"]) == \
+            ("PENDING", "DECLINED")
+        assert (await c.get(f"/api/holds/{hold_id}")).json()["status"] == "HELD"
+        assert await seat_statuses(db, event_id, [3]) == ["HELD"]
+        second = await checkout(c, hold_id, INSUFFICIENT)
+        assert second.json()["payment_status"] == "DECLINED"
+        third = await checkout(c, hold_id, APPROVE)
+        assert third.json()["order_id"] == first.json()["order_id"]  # one order per hold
+        assert (third.json()["order_status"], third.json()["payment_status"]) == \
+            ("CONFIRMED", "CAPTURED")
+    codes = await db.fetch("SELECT status, failure_code FROM payment_operations "
+                           "WHERE kind = 'AUTHORIZE' AND order_id = $1 ORDER BY created_at",
+                           uuid.UUID(first.json()["order_id"]))
+    assert [(r["status"], r["failure_code"]) for r in codes] == [
+        ("FAILED", "generic_decline"), ("FAILED", "insufficient_funds"), ("SUCCEEDED", None)]
+    await audit_clean(db)
+
+
+async def test_replay_and_conflict_of_one_checkout_key(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [4])
+        first = await checkout(c, hold_id, APPROVE, key="pay-1")
+        again = await checkout(c, hold_id, APPROVE, key="pay-1")
+        assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+        assert again.json()["order_id"] == first.json()["order_id"]
+        other = await checkout(c, hold_id, DECLINE, key="pay-1")
+        assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
+        later = await checkout(c, hold_id, APPROVE)
+        assert later.status_code == 409 and later.json()["code"] == "hold_checked_out"
+    assert len(await intents_for(stack, first.json()["order_id"])) == 1
+    await audit_clean(db)
+
+
+async def test_two_checkouts_racing_on_one_hold_make_one_order(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [5, 6])
+        answers = await asyncio.gather(*(checkout(c, hold_id, APPROVE) for _ in range(8)))
+    created = [a for a in answers if a.status_code == 201]
+    assert len(created) == 1, [a.text for a in answers]
+    assert {a.json()["code"] for a in answers if a.status_code != 201} <= {
+        "checkout_in_progress", "hold_checked_out"}
+    assert await db.fetchval("SELECT count(*) FROM orders o JOIN holds h USING (hold_id) "
+                             "WHERE h.hold_id = $1", uuid.UUID(hold_id)) == 1
+    assert len(await intents_for(stack, created[0].json()["order_id"])) == 1
+    await audit_clean(db)
+
+
+async def test_bad_requests_get_clear_errors(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [7])
+        r = await c.post(f"/api/holds/{hold_id}/checkout", json={"payment_method": APPROVE})
+        assert r.json()["code"] == "idempotency_key_required"
+        for bad in ({}, {"payment_method": ""}, {"payment_method": 4242},
+                    {"payment_method": APPROVE, "amount_minor": 1}):
+            r = await c.post(f"/api/holds/{hold_id}/checkout", json=bad,
+                             headers={"Idempotency-Key": uuid.uuid4().hex})
+            assert r.status_code == 400, r.text
+            assert r.headers["content-type"].startswith("application/problem+json")
+        r = await checkout(c, str(uuid.uuid4()), APPROVE)
+        assert (r.status_code, r.json()["code"]) == (404, "hold_not_found")
+        r = await c.get("/api/orders/not-a-uuid")
+        assert (r.status_code, r.json()["code"]) == (404, "order_not_found")
+    async with stack.client(await new_account(db)) as stranger:
+        r = await checkout(stranger, hold_id, APPROVE)
+        assert (r.status_code, r.json()["code"]) == (404, "hold_not_found")
+    async with stack.client() as anonymous:
+        r = await checkout(anonymous, hold_id, APPROVE)
+        assert r.status_code == 401
+    await audit_clean(db)
+
+
+async def test_three_d_secure_completes_through_the_webhook(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        ok_hold = await held(c, event_id, [8])
+        r = await checkout(c, ok_hold, THREE_DS)
+        body = r.json()
+        assert (body["order_status"], body["payment_status"]) == ("PENDING", "REQUIRES_ACTION")
+        url = body["next_action"]["redirect_to_url"]["url"]
+        assert await seat_statuses(db, event_id, [8]) == ["PAYMENT_PENDING"]
+        async with httpx.AsyncClient(timeout=30) as browser:
+            done = await browser.post(url, data={"result": "succeed"})
+            assert done.status_code in (200, 303), done.text
+
+        async def captured() -> bool:
+            o = await order(c, body["order_id"])
+            return (o["order_status"], o["payment_status"]) == ("CONFIRMED", "CAPTURED")
+        await eventually(captured)
+
+        failed_hold = await held(c, event_id, [9])
+        body = (await checkout(c, failed_hold, THREE_DS)).json()
+        async with httpx.AsyncClient(timeout=30) as browser:
+            url = body["next_action"]["redirect_to_url"]["url"]
+            await browser.post(url, data={"result": "fail"})
+
+        async def declined() -> bool:
+            o = await order(c, body["order_id"])
+            return o["payment_status"] == "DECLINED"
+        await eventually(declined)
+        assert (await c.get(f"/api/holds/{failed_hold}")).json()["status"] == "HELD"
+    await audit_clean(db)
+
+
+def signed(event: dict[str, Any], secret: str = WEBHOOK_SECRET,
+           at: float | None = None) -> tuple[bytes, dict[str, str]]:
+    raw = json.dumps(event).encode()
+    return raw, {"Psp-Signature": sign(secret, raw, at or time.time()),
+                 "Content-Type": "application/json"}
+
+
+async def test_webhooks_are_verified_deduplicated_and_never_move_state_back(
+        stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [10])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+    intent = (await intents_for(stack, body["order_id"]))[0]
+    stale_intent = intent | {"status": "requires_payment_method"}
+    event = {"id": f"evt_{uuid.uuid4().hex}", "object": "event",
+             "type": "payment_intent.payment_failed", "created": int(time.time()),
+             "data": {"object": stale_intent}}
+    async with stack.client() as provider:
+        for raw, headers in (signed(event, secret="whsec_forged_0123456789"),
+                             signed(event, at=time.time() - 3600)):
+            r = await provider.post("/api/webhooks/payments", content=raw, headers=headers)
+            assert (r.status_code, r.json()["code"]) == (400, "invalid_signature")
+        r = await provider.post("/api/webhooks/payments", content=b"{}",
+                                headers={"Content-Type": "application/json"})
+        assert r.status_code == 400
+        # A late "failed" event for a confirmed payment: recorded, ignored.
+        raw, headers = signed(event)
+        r = await provider.post("/api/webhooks/payments", content=raw, headers=headers)
+        assert r.status_code == 200 and r.json()["applied"] is False
+        r = await provider.post("/api/webhooks/payments", content=raw, headers=headers)
+        assert r.json()["duplicate"] is True
+    async with stack.client(await db.fetchval("SELECT account_id FROM orders WHERE order_id=$1",
+                                              uuid.UUID(body["order_id"]))) as c:
+        o = await order(c, body["order_id"])
+    assert (o["order_status"], o["payment_status"]) == ("CONFIRMED", "CAPTURED")
+    await audit_clean(db)
+
+
+async def test_provider_timeout_is_unknown_then_reconciled(
+        stack: Stack, db: Any, payments: Payments) -> None:
+    event_id = await new_event(stack)
+    await stack.set_faults(rules=[{"op": "authorize", "fault": "timeout", "ms": 4000,
+                                   "count": 1}], webhooks={"paused": True})
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [11, 12])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+        assert (body["order_status"], body["payment_status"]) == ("PENDING", "UNKNOWN")
+        assert await seat_statuses(db, event_id, [11, 12]) == ["PAYMENT_PENDING"] * 2
+        # Never claimable while the outcome is unknown.
+        async with stack.client(await new_account(db)) as other:
+            r = await other.post(f"/api/events/{event_id}/holds", json={"seat_ids": [11]},
+                                 headers={"Idempotency-Key": uuid.uuid4().hex})
+            assert r.status_code == 409
+
+        async def converged() -> bool:
+            await reconcile_once(payments)
+            o = await order(c, body["order_id"])
+            return (o["order_status"], o["payment_status"]) == ("CONFIRMED", "CAPTURED")
+        await eventually(converged)
+    assert len(await intents_for(stack, body["order_id"])) == 1
+    await audit_clean(db)
+
+
+async def test_a_lost_response_converges_through_the_webhook(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    await stack.set_faults(rules=[{"op": "authorize", "fault": "lost_response", "count": 1}])
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [13])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+        assert body["payment_status"] in ("UNKNOWN", "AUTHORIZED", "CAPTURED")
+
+        async def converged() -> bool:
+            o = await order(c, body["order_id"])
+            return (o["order_status"], o["payment_status"]) == ("CONFIRMED", "CAPTURED")
+        await eventually(converged)
+    assert len(await intents_for(stack, body["order_id"])) == 1
+    await audit_clean(db)
+
+
+async def test_provider_5xx_then_the_shoppers_retry_resumes_the_same_operation(
+        stack: Stack, db: Any, payments: Payments) -> None:
+    event_id = await new_event(stack)
+    await stack.set_faults(rules=[{"op": "authorize", "fault": "error_500", "count": 1}])
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [14])
+        first = (await checkout(c, hold_id, APPROVE, key="k-5xx")).json()
+        assert first["payment_status"] == "UNKNOWN"
+        # Nothing at the provider and the grace still running: the reconciler waits.
+        async def waited() -> bool:
+            return (await reconcile_once(payments)).get("wait", 0) >= 1
+        await eventually(waited)
+        assert await seat_statuses(db, event_id, [14]) == ["PAYMENT_PENDING"]
+        again = await checkout(c, hold_id, APPROVE, key="k-5xx")
+        assert again.json()["order_id"] == first["order_id"]
+        assert again.json()["payment_status"] == "CAPTURED"
+    ops = await db.fetchval("SELECT count(*) FROM payment_operations WHERE order_id = $1 "
+                            "AND kind = 'AUTHORIZE'", uuid.UUID(first["order_id"]))
+    assert ops == 1
+    await audit_clean(db)
+
+
+async def test_capture_unknown_keeps_the_sale_and_converges(
+        stack: Stack, db: Any, payments: Payments) -> None:
+    event_id = await new_event(stack)
+    await stack.set_faults(rules=[{"op": "capture", "fault": "error_500", "count": 1}])
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [15])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+        assert (body["order_status"], body["payment_status"]) == ("CONFIRMED", "UNKNOWN")
+        assert await seat_statuses(db, event_id, [15]) == ["SOLD"]
+
+        async def converged() -> bool:
+            await reconcile_once(payments)
+            return (await order(c, body["order_id"]))["payment_status"] == "CAPTURED"
+        await eventually(converged)
+    await audit_clean(db)

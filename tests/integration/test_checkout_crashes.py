@@ -1,0 +1,134 @@
+"""kill -9 of the core process at each step of a checkout, then restart: the
+system converges with no double charge, no lost order and no seat sold twice.
+
+Core runs as its own process with ONSALE_CRASH_AT set: it SIGKILLs itself at
+that point of the protocol, exactly as kill -9 would. The provider simulator
+keeps running (and keeps retrying its webhooks); the reconciler runs from the
+test, as a worker would.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from core.db import init_connection
+from core.reconciler import reconcile_once
+from onsale.embedded import EmbeddedPostgres
+from tests.conftest import audit_clean, fresh_database
+from tests.integration.test_checkout import checkout, held, new_account, new_event, order
+from tests.stack import APPROVE, Stack, eventually, payments_for
+
+
+@pytest.fixture
+async def fresh_stack(pg: EmbeddedPostgres, template_db: str,
+                      tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    s = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("crash"),
+              grace_seconds=1)
+    try:
+        s.start_psp()
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+async def db(fresh_stack: Stack) -> AsyncIterator[Any]:
+    conn = await asyncpg.connect(fresh_stack.db_url)
+    await init_connection(conn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def crash_during_checkout(stack: Stack, db: Any, crash_at: str, key: str,
+                                seats: list[int], **event: Any) -> tuple[uuid.UUID, int, str]:
+    """Start core with the crash point, check out, and watch it die."""
+    stack.start_core(crash_at=crash_at)
+    event_id = await new_event(stack, **event)
+    account = await new_account(db)
+    async with stack.client(account) as c:
+        hold_id = await held(c, event_id, seats)
+        with pytest.raises(httpx.TransportError):
+            await checkout(c, hold_id, APPROVE, key=key)
+    assert stack.core is not None
+    assert stack.core.wait_exit() == -9
+    return account, event_id, hold_id
+
+
+async def the_order(db: Any, hold_id: str) -> Any:
+    return await db.fetchrow("SELECT order_id, status, payment_status FROM orders "
+                             "WHERE hold_id = $1", uuid.UUID(hold_id))
+
+
+async def one_charge(stack: Stack, order_id: uuid.UUID) -> None:
+    async with stack.psp_client() as c:
+        intents = (await c.get("/_sim/intents", params={
+            "metadata_key": "order_id", "metadata_value": str(order_id)})).json()
+    intents = intents["data"] if isinstance(intents, dict) else intents
+    assert len(intents) == 1, intents
+    assert intents[0]["status"] == "succeeded"
+    stats = await stack.psp_stats()
+    assert not stats.get("duplicate_operations"), stats
+
+
+async def converge(stack: Stack, db: Any, hold_id: str, want: tuple[str, str]) -> Any:
+    async with payments_for(stack) as payments:
+        async def done() -> Any:
+            await reconcile_once(payments)
+            row = await the_order(db, hold_id)
+            return row if row and (row["status"], row["payment_status"]) == want else None
+        return await eventually(done)
+
+
+async def test_crash_after_the_checkout_commit_then_the_retry_resumes(
+        fresh_stack: Stack, db: Any) -> None:
+    account, event_id, hold_id = await crash_during_checkout(
+        fresh_stack, db, "after_checkout_commit", "k1", [1, 2])
+    row = await the_order(db, hold_id)
+    assert (row["status"], row["payment_status"]) == ("PENDING", "PENDING")
+    fresh_stack.start_core()
+    async with fresh_stack.client(account) as c:
+        r = await checkout(c, hold_id, APPROVE, key="k1")
+        assert r.status_code == 200 and r.json()["order_id"] == str(row["order_id"])
+        assert (r.json()["order_status"], r.json()["payment_status"]) == ("CONFIRMED", "CAPTURED")
+    await one_charge(fresh_stack, row["order_id"])
+    await audit_clean(db)
+
+
+async def test_crash_after_the_checkout_commit_without_retry_releases_after_the_grace(
+        fresh_stack: Stack, db: Any) -> None:
+    _, event_id, hold_id = await crash_during_checkout(
+        fresh_stack, db, "after_checkout_commit", "k1", [3], hold_ttl_seconds=2)
+    fresh_stack.start_core()
+    row = await converge(fresh_stack, db, hold_id, ("FAILED", "FAILED"))
+    seat = await db.fetchrow("SELECT status, hold_id FROM seat_inventory WHERE event_id = $1 "
+                             "AND seat_id = 3", event_id)
+    assert (seat["status"], seat["hold_id"]) == ("AVAILABLE", None)
+    assert await db.fetchval("SELECT failure_code FROM payment_operations WHERE order_id = $1",
+                             row["order_id"]) == "not_found"
+    await audit_clean(db)
+
+
+@pytest.mark.parametrize("crash_at", ["after_authorize_sent", "after_sale_commit",
+                                      "after_capture_sent"])
+async def test_crash_later_in_the_protocol_converges_to_one_capture(
+        fresh_stack: Stack, db: Any, crash_at: str) -> None:
+    account, event_id, hold_id = await crash_during_checkout(
+        fresh_stack, db, crash_at, "k1", [4, 5])
+    fresh_stack.start_core()
+    row = await converge(fresh_stack, db, hold_id, ("CONFIRMED", "CAPTURED"))
+    async with fresh_stack.client(account) as c:
+        body = await order(c, str(row["order_id"]))
+        assert [s["seat_id"] for s in body["seats"]] == [4, 5]
+    sold = await db.fetch("SELECT order_id FROM seat_inventory WHERE event_id = $1 "
+                          "AND status = 'SOLD'", event_id)
+    assert [r["order_id"] for r in sold] == [row["order_id"]] * 2
+    await one_charge(fresh_stack, row["order_id"])
+    await audit_clean(db)

@@ -1,0 +1,191 @@
+"""A real onsale stack for payment tests: the provider simulator and core as
+separate processes talking HTTP (webhooks included), on one test database.
+
+Core can be started with a crash point (ONSALE_CRASH_AT) and killed or
+restarted; the simulator keeps its state in its own data directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from core.app import build_payments
+from core.db import Database, create_pool
+from core.metrics import Metrics
+from core.payments import Payments
+from core.sessions import COOKIE, SessionCodec
+from onsale.embedded import free_port
+from tests.conftest import ADMIN_TOKEN, SECRET, make_settings
+
+ONSALE = str(Path(sys.executable).parent / "onsale")
+PSP_KEY = "sk_test_onsale_0123456789abcdef"
+WEBHOOK_SECRET = "whsec_onsale_0123456789abcdef"
+APPROVE = "4242424242424242"
+DECLINE = "4000000000000002"
+INSUFFICIENT = "4000000000009995"
+THREE_DS = "4000002760003184"
+
+
+class Process:
+    """A child process whose output is collected; ready when a line appears."""
+
+    def __init__(self, args: list[str], env: dict[str, str], ready: str, name: str) -> None:
+        self.name = name
+        self.output: list[str] = []
+        self.proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self._ready = threading.Event()
+        threading.Thread(target=self._pump, args=(ready,), daemon=True).start()
+        if not self._ready.wait(60) or self.proc.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"{name} did not start:\n" + "".join(self.output))
+
+    def _pump(self, ready: str) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+            if ready in line:
+                self._ready.set()
+
+    def kill9(self) -> int:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return self.proc.wait(30)
+
+    def wait_exit(self, timeout: float = 60) -> int:
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(15)
+
+
+class Stack:
+    def __init__(self, db_url: str, data_dir: Path, *, grace_seconds: int = 600,
+                 auth_window_seconds: int = 3600) -> None:
+        self.db_url = db_url
+        self.data_dir = data_dir
+        self.core_port = free_port()
+        self.psp_port = free_port()
+        self.core_url = f"http://127.0.0.1:{self.core_port}"
+        self.psp_url = f"http://127.0.0.1:{self.psp_port}"
+        self.grace_seconds = grace_seconds
+        self.auth_window_seconds = auth_window_seconds
+        self.core: Process | None = None
+        self.psp: Process | None = None
+        self.sessions = SessionCodec(SECRET, 3600, False)
+
+    def core_env(self, **extra: str) -> dict[str, str]:
+        env = {
+            **os.environ, "DATABASE_URL": self.db_url, "ONSALE_SECRET_KEY": SECRET,
+            "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN, "ONSALE_PSP_URL": self.psp_url,
+            "ONSALE_PSP_API_KEY": PSP_KEY, "ONSALE_PSP_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            "ONSALE_PSP_TIMEOUT": "2", "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS": "0",
+            "ONSALE_PAYMENT_GRACE_SECONDS": str(self.grace_seconds),
+            "ONSALE_PAYMENT_FIRST_CHECK_SECONDS": "0", "ONSALE_PAYMENT_RETRY_SECONDS": "1",
+            "ONSALE_RECONCILE_INTERVAL": "0.2", "ONSALE_PUBLIC_URL": self.core_url,
+            "ONSALE_DB_POOL_MAX": "10",
+        }
+        env.pop("ONSALE_CRASH_AT", None)
+        env.update(extra)
+        return env
+
+    def start_psp(self) -> None:
+        env = {**os.environ, "ONSALE_PSP_API_KEY": PSP_KEY,
+               "ONSALE_PSP_WEBHOOK_URL": f"{self.core_url}/api/webhooks/payments",
+               "ONSALE_PSP_WEBHOOK_SECRET": WEBHOOK_SECRET,
+               "ONSALE_PSP_AUTH_WINDOW_SECONDS": str(self.auth_window_seconds),
+               "ONSALE_PSP_PUBLIC_URL": self.psp_url}
+        self.psp = Process([ONSALE, "psp", "--port", str(self.psp_port),
+                            "--data-dir", str(self.data_dir / "psp")],
+                           env, "serving on", "psp")
+
+    def start_core(self, *, role: str = "core", crash_at: str | None = None,
+                   **extra: str) -> Process:
+        """Core serving HTTP; role 'dev-like' background work runs in a worker."""
+        if crash_at:
+            extra["ONSALE_CRASH_AT"] = crash_at
+        self.core = Process([ONSALE, "serve", "--role", role, "--port", str(self.core_port)],
+                            self.core_env(**extra), "serving on", "core")
+        return self.core
+
+    def stop(self) -> None:
+        for proc in (self.core, self.psp):
+            if proc is not None:
+                proc.stop()
+                if any("Traceback" in line for line in proc.output):
+                    print(f"--- {proc.name} output ---\n" + "".join(proc.output[-200:]))
+
+    def client(self, account_id: uuid.UUID | None = None) -> httpx.AsyncClient:
+        cookies = {COOKIE: self.sessions.encode(account_id)} if account_id else {}
+        return httpx.AsyncClient(base_url=self.core_url, cookies=cookies, timeout=30)
+
+    def psp_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.psp_url, timeout=30,
+                                 headers={"Authorization": f"Bearer {PSP_KEY}"})
+
+    async def set_faults(self, **faults: Any) -> None:
+        async with self.psp_client() as c:
+            r = await c.put("/_sim/faults", json=faults)
+            assert r.status_code == 200, r.text
+
+    async def clear_faults(self) -> None:
+        async with self.psp_client() as c:
+            r = await c.delete("/_sim/faults")
+            assert r.status_code in (200, 204), r.text
+
+    async def psp_stats(self) -> dict[str, Any]:
+        async with self.psp_client() as c:
+            r = await c.get("/_sim/stats")
+            assert r.status_code == 200, r.text
+            data: dict[str, Any] = r.json()
+            return data
+
+
+@contextlib.asynccontextmanager
+async def payments_for(stack: Stack) -> AsyncIterator[Payments]:
+    """The reconciler's side of the stack, driven step by step from a test."""
+    settings = make_settings(
+        stack.db_url, db_pool_max=4, psp_url=stack.psp_url, psp_api_key=PSP_KEY,
+        psp_webhook_secret=WEBHOOK_SECRET, psp_timeout=2.0, payment_retry_seconds=1,
+        payment_grace_seconds=stack.grace_seconds)
+    pool = await create_pool(settings)
+    payments = build_payments(Database(pool, 2.0), settings, Metrics())
+    assert payments is not None
+    try:
+        yield payments
+    finally:
+        await payments.drain()
+        await payments.client.close()
+        await pool.close()
+
+
+async def eventually(check: Any, within: float = 30.0, interval: float = 0.1) -> Any:
+    """Poll an async predicate until it returns something truthy (no timed asserts)."""
+    import asyncio
+
+    deadline = time.monotonic() + within
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met within {within}s; last value: {last!r}")
