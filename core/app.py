@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -15,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from core import accounts, checkout, events, holds, webhooks
+from core.background import start_background, stop_background
 from core.config import Settings
 from core.db import Database, create_pool
 from core.metrics import Metrics, metrics_endpoint
@@ -77,7 +79,8 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
         app.state.db = Database(pool, settings.db_acquire_timeout)
         payments = build_payments(app.state.db, settings, app.state.metrics)
         app.state.payments = payments
-        tasks = []
+        tasks: list[asyncio.Task[None]] = []
+        redis: Redis | None = None
         if sweeper:
             tasks.append(asyncio.create_task(
                 run_sweeper(pool, app.state.metrics, settings.sweep_interval, settings.sweep_batch)
@@ -85,13 +88,15 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
             if payments is not None:
                 tasks.append(asyncio.create_task(
                     run_reconciler(payments, settings.reconcile_interval)))
+            if settings.redis_url is not None:
+                redis = Redis.from_url(settings.redis_url)
+                tasks += await start_background(pool, redis, app.state.metrics)
         try:
             yield
         finally:
-            for task in tasks:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await stop_background(tasks)
+            if redis is not None:
+                await redis.aclose()
             if payments is not None:
                 await payments.drain()
                 await payments.client.close()

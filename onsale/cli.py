@@ -21,7 +21,13 @@ from core.db import init_connection, queries
 from core.event_spec import EventSpec, parse_event_spec
 from core.event_store import create_event
 from core.migrate import MigrationError, migrate
-from onsale.embedded import EmbeddedError, EmbeddedPostgres, start_postgres, start_valkey
+from onsale.embedded import (
+    EmbeddedError,
+    EmbeddedPostgres,
+    start_postgres,
+    start_psp,
+    start_valkey,
+)
 
 DEMO_EVENT = "onsale demo night"
 
@@ -33,15 +39,18 @@ def data_dir() -> Path:
 def dev_secrets(directory: Path) -> dict[str, str]:
     """Keep dev secrets stable across runs so sessions and the admin token survive."""
     path = directory / "secrets.json"
-    if path.exists():
-        stored: dict[str, str] = json.loads(path.read_text())
-        return stored
-    directory.mkdir(parents=True, exist_ok=True)
-    fresh = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
-             "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24)}
-    path.write_text(json.dumps(fresh))
-    path.chmod(0o600)
-    return fresh
+    stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    wanted = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
+              "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24),
+              "ONSALE_PSP_API_KEY": "sk_dev_" + secrets.token_hex(16),
+              "ONSALE_PSP_WEBHOOK_SECRET": "whsec_dev_" + secrets.token_hex(16)}
+    missing = {k: v for k, v in wanted.items() if k not in stored}
+    if missing:
+        directory.mkdir(parents=True, exist_ok=True)
+        stored.update(missing)
+        path.write_text(json.dumps(stored))
+        path.chmod(0o600)
+    return stored
 
 
 @contextmanager
@@ -158,6 +167,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
             valkey = start_valkey(base / "valkey")
             started.append(valkey)
             env["REDIS_URL"] = valkey.url
+        if not env.get("ONSALE_PSP_URL"):
+            env["ONSALE_PSP_WEBHOOK_URL"] = f"http://127.0.0.1:{args.port}/api/webhooks/payments"
+            psp = start_psp(base / "psp", env)
+            started.append(psp)
+            env["ONSALE_PSP_URL"] = psp.url
+        env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
         settings = Settings.from_env(env)
         applied = asyncio.run(_migrate(settings.database_url))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
@@ -166,6 +181,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
+        print(f"onsale dev: payment provider simulator {settings.psp_url}/ "
+              "(test cards in docs/psp.md)")
         _serve(build_app("dev", settings), args.host, args.port,
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
     except (ConfigError, EmbeddedError) as exc:
@@ -255,6 +272,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
 
+    sub.add_parser("psp", add_help=False,  # main() hands its arguments to psp.cli
+                   help="run the payment provider simulator (onsale psp --help)")
     sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
     sub.add_parser("audit", help="check the invariants; exit 1 on any violation").set_defaults(
         func=cmd_audit)
@@ -274,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["psp"]:
+        from psp.cli import main as psp_main
+
+        return psp_main(argv[1:])
     args = parser().parse_args(argv)
     code: int = args.func(args)
     return code

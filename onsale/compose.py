@@ -7,11 +7,13 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 
+from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from core.app import build_core_app, healthz
+from core.background import start_background, stop_background
 from core.config import Settings
 from core.db import create_pool
 from core.metrics import Metrics, metrics_endpoint
@@ -23,7 +25,8 @@ ROLES = ("core", "worker")
 
 
 def build_worker_app(settings: Settings) -> Starlette:
-    """Background work (the expiry sweeper) with /metrics for scraping."""
+    """Background work with /metrics for scraping: the expiry sweeper, and with
+    REDIS_URL set the outbox relay and the ticket consumer (docs/outbox.md)."""
     metrics = Metrics()
 
     @contextlib.asynccontextmanager
@@ -32,12 +35,19 @@ def build_worker_app(settings: Settings) -> Starlette:
         task = asyncio.create_task(
             run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch)
         )
+        redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+        background = [] if redis is None else await start_background(
+            pool, redis, metrics, stream_maxlen=settings.outbox_stream_maxlen,
+            retention_seconds=settings.outbox_retention_seconds)
         try:
             yield
         finally:
+            await stop_background(background)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if redis is not None:
+                await redis.aclose()
             await pool.close()
 
     app = Starlette(

@@ -12,6 +12,7 @@ import pwd
 import signal
 import socket
 import subprocess
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -226,3 +227,51 @@ def start_valkey(
             time.sleep(0.05)
     proc.kill()
     raise EmbeddedError("valkey-server did not answer PING within 15 s")
+
+
+@dataclass
+class EmbeddedPsp:
+    """The payment provider simulator as its own process (``onsale psp``)."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+def start_psp(data_dir: Path, env: dict[str, str], port: int | None = None) -> EmbeddedPsp:
+    """Start ``onsale psp`` on a free port; its state lives in ``data_dir``."""
+    import urllib.request
+
+    port = port or free_port()
+    log = (data_dir.parent / "psp.log").open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "onsale.cli", "psp", "--port", str(port),
+         "--data-dir", str(data_dir)],
+        env={**env, "ONSALE_PSP_PUBLIC_URL": env.get("ONSALE_PSP_PUBLIC_URL")
+             or f"http://127.0.0.1:{port}"},
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    psp = EmbeddedPsp(port, proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise EmbeddedError(f"onsale psp exited ({proc.returncode}); see {log.name}")
+        try:
+            with urllib.request.urlopen(f"{psp.url}/healthz", timeout=0.5) as r:
+                if r.status == 200:
+                    return psp
+        except OSError:
+            time.sleep(0.1)
+    psp.stop()
+    raise EmbeddedError(f"onsale psp did not answer within 30 s; see {log.name}")

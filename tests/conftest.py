@@ -14,13 +14,14 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import redis.asyncio
 
 from core.app import build_core_app
 from core.config import Settings
 from core.db import init_connection
 from core.migrate import migrate
 from core.sessions import COOKIE
-from onsale.embedded import EmbeddedPostgres, start_postgres
+from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 SECRET = "test-secret-key-0123456789abcdef"
@@ -78,6 +79,27 @@ async def conn(db_url: str) -> AsyncIterator[Any]:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture(scope="session")
+def valkey(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedValkey]:
+    """A throwaway Valkey for the whole session; start_valkey raises if it cannot start."""
+    server = start_valkey(tmp_path_factory.mktemp("valkey"), persist=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def redis_client(valkey: EmbeddedValkey) -> AsyncIterator[redis.asyncio.Redis]:
+    """A client on an emptied database (FLUSHDB before each test)."""
+    client = redis.asyncio.Redis.from_url(valkey.url)
+    await client.flushdb()
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 def make_settings(db_url: str, **overrides: Any) -> Settings:

@@ -67,7 +67,8 @@ WHERE operation_id = $1 AND status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');
 
 -- name: backlog
 SELECT count(*) AS open_operations,
-       coalesce(extract(epoch FROM now() - min(created_at))
-                FILTER (WHERE status IN ('PENDING', 'UNKNOWN')), 0) AS oldest_unknown_age
+       coalesce(extract(epoch FROM now() - min(created_at)
+                                FILTER (WHERE status IN ('PENDING', 'UNKNOWN'))), 0)
+           AS oldest_unknown_age
 FROM payment_operations
 WHERE status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');

@@ -375,3 +375,81 @@ async def test_capture_unknown_keeps_the_sale_and_converges(
             return (await order(c, body["order_id"]))["payment_status"] == "CAPTURED"
         await eventually(converged)
     await audit_clean(db)
+
+
+async def test_hold_expiring_while_the_authorization_is_in_flight_uses_the_grace(
+        stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack, hold_ttl_seconds=1)
+    await stack.set_faults(rules=[{"op": "authorize", "fault": "latency", "ms": 1600,
+                                   "count": 1}])
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [16])
+        paying = asyncio.create_task(checkout(c, hold_id, APPROVE))
+        await asyncio.sleep(1.2)  # past the hold's own deadline, payment still in flight
+        assert not paying.done()
+        assert await seat_statuses(db, event_id, [16]) == ["PAYMENT_PENDING"]
+        swept = await db.fetchrow("SELECT * FROM onsale_sweep(100)")
+        assert swept["seats_released"] == 0
+        async with stack.client(await new_account(db)) as other:
+            r = await other.post(f"/api/events/{event_id}/holds", json={"seat_ids": [16]},
+                                 headers={"Idempotency-Key": uuid.uuid4().hex})
+            assert (r.status_code, r.json()["code"]) == (409, "seats_unavailable")
+        body = (await paying).json()
+        assert (body["order_status"], body["payment_status"]) == ("CONFIRMED", "CAPTURED")
+    await audit_clean(db)
+
+
+async def test_duplicate_delayed_and_reordered_webhooks_converge_once(
+        stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    await stack.set_faults(webhooks={"duplicate": 1.0, "shuffle": True, "delay_ms": 300})
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [17, 18])
+        body = (await checkout(c, hold_id, THREE_DS)).json()
+        async with httpx.AsyncClient(timeout=30) as browser:
+            await browser.post(body["next_action"]["redirect_to_url"]["url"],
+                               data={"result": "succeed"})
+
+        async def settled() -> bool:
+            o = await order(c, body["order_id"])
+            received = await db.fetch(
+                "SELECT w.event_type, w.outcome FROM webhook_events w "
+                "WHERE w.payload -> 'data' -> 'object' -> 'metadata' ->> 'order_id' = $1",
+                body["order_id"])
+            types = {r["event_type"] for r in received}
+            return (o["order_status"], o["payment_status"]) == ("CONFIRMED", "CAPTURED") and \
+                {"payment_intent.requires_action", "payment_intent.amount_capturable_updated",
+                 "payment_intent.succeeded"} <= types
+        await eventually(settled)
+    async with stack.psp_client() as p:
+        deliveries = (await p.get("/_sim/webhooks")).json()
+    deliveries = deliveries["data"] if isinstance(deliveries, dict) else deliveries
+    assert deliveries, "the simulator reports its deliveries"
+    ops = await db.fetch("SELECT kind, status FROM payment_operations WHERE order_id = $1 "
+                         "ORDER BY created_at", uuid.UUID(body["order_id"]))
+    assert [(r["kind"], r["status"]) for r in ops] == [("AUTHORIZE", "SUCCEEDED"),
+                                                       ("CAPTURE", "SUCCEEDED")]
+    assert len(await intents_for(stack, body["order_id"])) == 1
+    await audit_clean(db)
+
+
+async def test_reconciler_metrics_report_the_open_operations(
+        stack: Stack, db: Any, payments: Payments) -> None:
+    from core.reconciler import update_backlog
+
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [19])
+        body = (await checkout(c, hold_id, THREE_DS)).json()
+    await update_backlog(payments, payments.metrics)
+    assert payments.metrics.reconcile_backlog._value.get() >= 1  # noqa: SLF001
+    async with stack.client(await db.fetchval("SELECT account_id FROM orders WHERE order_id=$1",
+                                              uuid.UUID(body["order_id"]))) as c:
+        async with httpx.AsyncClient(timeout=30) as browser:
+            await browser.post(body["next_action"]["redirect_to_url"]["url"],
+                               data={"result": "succeed"})
+
+        async def done() -> bool:
+            return (await order(c, body["order_id"]))["payment_status"] == "CAPTURED"
+        await eventually(done)
+    await audit_clean(db)

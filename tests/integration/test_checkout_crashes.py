@@ -132,3 +132,73 @@ async def test_crash_later_in_the_protocol_converges_to_one_capture(
     assert [r["order_id"] for r in sold] == [row["order_id"]] * 2
     await one_charge(fresh_stack, row["order_id"])
     await audit_clean(db)
+
+
+async def test_an_authorization_after_the_release_is_voided_never_sold(
+        fresh_stack: Stack, db: Any) -> None:
+    """The authorize request is lost (500, nothing done), the grace passes, the
+    reconciler finds nothing and releases; then the delayed request reaches the
+    provider after all. Its authorization must be voided, the seat not resold."""
+    fresh_stack.start_core()
+    await fresh_stack.set_faults(rules=[{"op": "authorize", "fault": "error_500", "count": 1}])
+    event_id = await new_event(fresh_stack, hold_ttl_seconds=1)
+    async with fresh_stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [6])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+        assert body["payment_status"] == "UNKNOWN"
+    row = await converge(fresh_stack, db, hold_id, ("FAILED", "FAILED"))
+    async with fresh_stack.client(await new_account(db)) as next_buyer:
+        assert (await held(next_buyer, event_id, [6]))
+    op = await db.fetchrow("SELECT operation_id, amount_minor FROM payment_operations "
+                           "WHERE order_id = $1 AND kind = 'AUTHORIZE'", row["order_id"])
+    async with payments_for(fresh_stack) as payments:  # the delayed request lands now
+        late = await payments.client.authorize(op["operation_id"], row["order_id"],
+                                               op["amount_minor"], "USD", APPROVE, "http://x")
+        assert late.status_code == 200 and late.body is not None
+        assert late.body["status"] == "requires_capture"
+
+        async def voided() -> bool:
+            await reconcile_once(payments)
+            got = await the_order(db, hold_id)
+            return bool(got["payment_status"] == "VOIDED")
+        await eventually(voided)
+    async with fresh_stack.psp_client() as p:
+        intent = (await p.get(f"/v1/payment_intents/{late.body['id']}")).json()
+    assert intent["status"] == "canceled"
+    seat = await db.fetchrow("SELECT status, hold_id FROM seat_inventory WHERE event_id = $1 "
+                             "AND seat_id = 6", event_id)
+    assert seat["status"] == "HELD" and seat["hold_id"] != uuid.UUID(hold_id)
+    await audit_clean(db)
+
+
+async def test_a_capture_that_definitively_failed_is_compensated_before_tickets(
+        pg: EmbeddedPostgres, template_db: str,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    stack = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("lapse"),
+                  auth_window_seconds=1)
+    try:
+        stack.start_psp()
+        stack.start_core()
+        conn = await asyncpg.connect(stack.db_url)
+        await init_connection(conn)
+        # The capture reaches the provider after the authorization lapsed.
+        await stack.set_faults(rules=[{"op": "capture", "fault": "latency", "ms": 1500}])
+        event_id = await new_event(stack)
+        async with stack.client(await new_account(conn)) as c:
+            hold_id = await held(c, event_id, [7, 8])
+            body = (await checkout(c, hold_id, APPROVE)).json()
+        assert (body["order_status"], body["payment_status"]) == ("CANCELLED", "CAPTURE_FAILED")
+        assert body["cancel_reason"] == "capture_failed" and body["tickets"] == []
+        seats = await conn.fetch("SELECT status FROM seat_inventory WHERE event_id = $1 "
+                                 "AND seat_id IN (7, 8)", event_id)
+        assert [s["status"] for s in seats] == ["AVAILABLE", "AVAILABLE"]
+        trail = await conn.fetch("SELECT action FROM payment_events WHERE order_id = $1 "
+                                 "ORDER BY payment_event_id", uuid.UUID(body["order_id"]))
+        assert "compensated" in [t["action"] for t in trail]
+        assert await conn.fetchval(
+            "SELECT count(*) FROM outbox WHERE aggregate_id = $1 AND event_type = "
+            "'order.cancelled'", uuid.UUID(body["order_id"])) == 1
+        await audit_clean(conn)
+        await conn.close()
+    finally:
+        stack.stop()

@@ -1,0 +1,202 @@
+"""The ticket consumer: issues tickets from ``order.confirmed`` on ``onsale:outbox``.
+
+A Redis consumer group (``tickets``). Each ``order.confirmed`` calls
+``onsale_issue_tickets(order_id)``, which is idempotent: ``issued``,
+``duplicate`` and ``cancelled`` are acknowledged; ``wait`` (payment not
+captured yet) is left pending and retried by XAUTOCLAIM once it has been idle
+for ``min_idle_ms``, as are the deliveries of a consumer that crashed. Every
+other message type is acknowledged and ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from core.db import queries
+from core.metrics import Metrics
+from core.outbox_relay import STREAM, backoff
+
+log = logging.getLogger("onsale.tickets")
+
+GROUP = "tickets"
+ORDER_CONFIRMED = "order.confirmed"
+DEFAULT_MIN_IDLE_MS = 2000
+DEFAULT_COUNT = 100
+RECLAIM_ROUNDS = 10  # XAUTOCLAIM calls per reclaim cycle, at most
+STALE_CONSUMER_MS = 3600 * 1000
+
+Entry = tuple[Any, Any]  # (message id, {field: value}) as redis-py returns them
+
+
+def consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def decode_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
+    return {_text(k): _text(v) for k, v in fields.items()}
+
+
+def order_id_of(fields: Mapping[str, str]) -> uuid.UUID | None:
+    """The order id of an ``order.confirmed`` entry; None if malformed."""
+    try:
+        payload = json.loads(fields["payload"])
+        return uuid.UUID(str(payload["order_id"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+async def ensure_group(redis: Redis) -> None:
+    """Create the group (and the stream) reading from the start; exists → fine."""
+    try:
+        await redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def issue_tickets(conn: Any, order_id: uuid.UUID) -> tuple[str, int]:
+    """``onsale_issue_tickets`` plus how many tickets this call wrote."""
+    q = queries("tickets")
+    async with conn.transaction():
+        outcome: str = await conn.fetchval(q["issue_tickets"], order_id)
+        issued: int = await conn.fetchval(q["issued_here"], order_id) if outcome == "issued" else 0
+    return outcome, issued
+
+
+async def handle_entries(pool: Any, redis: Redis, metrics: Metrics,
+                         entries: Iterable[Entry]) -> list[str]:
+    """Process entries in order, acknowledge all but ``wait``. Returns the verdicts."""
+    verdicts: list[str] = []
+    acks: list[Any] = []
+    for msg_id, raw in entries:
+        if msg_id is None or raw is None:  # deleted from the stream while pending
+            continue
+        fields = decode_fields(raw)
+        verdict = await _verdict(pool, metrics, fields)
+        verdicts.append(verdict)
+        if verdict != "wait":
+            acks.append(msg_id)
+    if acks:
+        await redis.xack(STREAM, GROUP, *acks)
+    return verdicts
+
+
+async def _verdict(pool: Any, metrics: Metrics, fields: Mapping[str, str]) -> str:
+    if fields.get("type") != ORDER_CONFIRMED:
+        return "ignored"
+    order_id = order_id_of(fields)
+    if order_id is None:
+        metrics.ticket_consumer_errors.inc()
+        log.error("order.confirmed without a valid order_id, dropped: %r", fields)
+        return "malformed"
+    async with pool.acquire() as conn:
+        outcome, issued = await issue_tickets(conn, order_id)
+    metrics.tickets_issued.inc(issued)
+    return outcome
+
+
+def _stream_entries(response: Any) -> list[Entry]:
+    """XREADGROUP's reply for our one stream, whichever shape redis-py gives it."""
+    if not response:
+        return []
+    pairs = response.items() if isinstance(response, dict) else response
+    out: list[Entry] = []
+    for _stream, entries in pairs:
+        out.extend(entries or [])
+    return out
+
+
+async def consume_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str, *,
+                       count: int = DEFAULT_COUNT, block_ms: int | None = 1000) -> list[str]:
+    """Read and handle new entries (XREADGROUP ``>``). Returns the verdicts."""
+    response = await redis.xreadgroup(GROUP, consumer, {STREAM: ">"}, count=count,
+                                      block=block_ms)
+    return await handle_entries(pool, redis, metrics, _stream_entries(response))
+
+
+async def reclaim_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str, *,
+                       min_idle_ms: int = DEFAULT_MIN_IDLE_MS,
+                       count: int = DEFAULT_COUNT) -> list[str]:
+    """Take over and handle entries pending longer than ``min_idle_ms`` (this
+    consumer's ``wait`` entries and those of crashed consumers)."""
+    verdicts: list[str] = []
+    start: Any = "0-0"
+    for _ in range(RECLAIM_ROUNDS):
+        reply = await redis.xautoclaim(STREAM, GROUP, consumer, min_idle_ms, start_id=start,
+                                       count=count)
+        start, entries = reply[0], reply[1]
+        gone: Sequence[Any] = reply[2] if len(reply) > 2 else []
+        if gone:
+            metrics.ticket_consumer_errors.inc(len(gone))
+            log.error("pending entries trimmed from %s before they were handled: %r",
+                      STREAM, gone)
+        verdicts += await handle_entries(pool, redis, metrics, entries)
+        if _text(start) == "0-0":
+            break
+    return verdicts
+
+
+async def update_pending(redis: Redis, metrics: Metrics) -> int:
+    summary = await redis.xpending(STREAM, GROUP)
+    pending = int(summary["pending"])
+    metrics.ticket_consumer_pending.set(pending)
+    return pending
+
+
+async def forget_idle_consumers(redis: Redis, idle_ms: int = STALE_CONSUMER_MS) -> None:
+    """Drop consumers of past processes (nothing pending, idle for an hour)."""
+    for info in await redis.xinfo_consumers(STREAM, GROUP):
+        if int(info["pending"]) == 0 and int(info["idle"]) > idle_ms:
+            await redis.xgroup_delconsumer(STREAM, GROUP, info["name"])
+
+
+async def run_ticket_consumer(
+    pool: Any, redis: Redis, metrics: Metrics, *, consumer: str | None = None,
+    min_idle_ms: int = DEFAULT_MIN_IDLE_MS, count: int = DEFAULT_COUNT,
+    interval: float = 0.2,
+) -> None:
+    """Consume forever. Outages are logged, counted and retried with backoff;
+    unacknowledged entries stay pending and are reclaimed."""
+    name = consumer or consumer_name()
+    loop = asyncio.get_running_loop()
+    block_ms = max(10, min(1000, min_idle_ms))
+    group_ready = False
+    next_reclaim = loop.time()
+    failures = 0
+    while True:
+        try:
+            if not group_ready:
+                await ensure_group(redis)
+                await forget_idle_consumers(redis)
+                group_ready = True
+            if loop.time() >= next_reclaim:
+                await reclaim_once(pool, redis, metrics, name, min_idle_ms=min_idle_ms,
+                                   count=count)
+                await update_pending(redis, metrics)
+                next_reclaim = loop.time() + min_idle_ms / 1000
+            await consume_once(pool, redis, metrics, name, count=count, block_ms=block_ms)
+            failures = 0
+            continue
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # outages and bugs alike: log, count, back off, retry
+            if "NOGROUP" in str(exc):  # the stream was deleted or Redis lost its data
+                group_ready = False
+            failures += 1
+            metrics.ticket_consumer_errors.inc()
+            log.warning("ticket consumer failed (%d in a row): %r", failures, exc)
+        await asyncio.sleep(backoff(failures, interval))

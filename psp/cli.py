@@ -1,0 +1,76 @@
+"""``onsale psp``: serve the payment provider simulator (docs/psp.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from psp.config import DEFAULT_PORT, PspConfig, PspConfigError
+
+
+class _Stopped(Exception):
+    """SIGTERM, re-raised by uvicorn after its graceful shutdown."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="onsale psp", description="Serve the Stripe-like payment provider simulator. "
+        "Settings come from ONSALE_PSP_* variables (docs/psp.md).")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT)
+    p.add_argument("--data-dir", dest="data_dir",
+                   help="where the SQLite state lives (default: $ONSALE_PSP_DATA_DIR "
+                        "or .onsale/psp)")
+    return p
+
+
+def serve(app: Any, host: str, port: int, ready_message: str) -> None:
+    """Run uvicorn until Ctrl-C or SIGTERM; print ``ready_message`` once bound."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                print(ready_message, flush=True)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            lifespan="on", proxy_headers=False, server_header=False,
+                            timeout_graceful_shutdown=5)
+
+    def stopped(signum: int, frame: FrameType | None) -> None:
+        raise _Stopped
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, stopped) if main_thread else None
+    try:
+        Server(config).run()
+    except (KeyboardInterrupt, _Stopped):  # uvicorn re-raises the signal after shutdown
+        pass
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = PspConfig.from_env(os.environ, port=args.port, data_dir=args.data_dir)
+    except PspConfigError as exc:
+        print(f"onsale psp: {exc}", file=sys.stderr)
+        return 2
+    from psp.app import build_psp_app
+
+    serve(build_psp_app(config), args.host, args.port,
+          f"onsale psp: serving on http://{args.host}:{args.port}/")
+    print("onsale psp: stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

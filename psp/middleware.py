@@ -1,0 +1,111 @@
+"""Fault injection around the API, as a raw ASGI middleware.
+
+``latency``: sleep, then process. ``timeout``: process, then hang before
+answering (or until the client gives up). ``lost_response``: process, then
+close the connection without any HTTP response. ``error_500``: answer 500
+without processing. Only authenticated requests to the five API operations
+draw from the rules (``psp.faults.classify``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from psp import errors, faults
+from psp.faults import FaultState
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[Message], Any]
+App = Callable[[Scope, Receive, Send], Any]
+
+DISCONNECT_WAIT = 5.0
+
+
+class ResponseLost(ConnectionResetError):
+    """Raised where the server's transport is out of reach (in-process transports):
+    the caller sees an exception instead of a response, as a client would."""
+
+
+class FaultMiddleware:
+    def __init__(self, app: App, api_key: str, state: Callable[[], FaultState],
+                 rng: random.Random) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+        self.state = state
+        self.rng = rng
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rule = self._rule(scope) if scope["type"] == "http" else None
+        if rule is None:
+            await self.app(scope, receive, send)
+        elif rule.fault == "latency":
+            await asyncio.sleep(rule.ms / 1000)
+            await self.app(scope, receive, send)
+        elif rule.fault == "error_500":
+            await _answer_500(send)
+        elif rule.fault == "timeout":
+            await self._timeout(scope, receive, send, rule.ms / 1000)
+        else:
+            await self._lost(scope, receive, send)
+
+    def _rule(self, scope: Scope) -> faults.Rule | None:
+        op = faults.classify(scope["method"], scope["path"])
+        if op is None:
+            return None
+        authorization = dict(scope["headers"]).get(b"authorization", b"")
+        if not hmac.compare_digest(authorization, self.expected):
+            return None  # the app answers 401; a fault is not spent on it
+        return self.state().pick(op, self.rng)
+
+    async def _timeout(self, scope: Scope, receive: Receive, send: Send,
+                       seconds: float) -> None:
+        held: list[Message] = []
+
+        async def hold(message: Message) -> None:
+            held.append(message)
+
+        await self.app(scope, receive, hold)
+        if await _disconnected_within(receive, seconds):
+            return
+        for message in held:
+            await send(message)
+
+    async def _lost(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def discard(message: Message) -> None:
+            return None
+
+        await self.app(scope, receive, discard)
+        # uvicorn answers 500 for an app that returns without a response unless
+        # the client is gone, so close the connection and wait to hear it go.
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        if transport is None or not hasattr(transport, "close"):
+            raise ResponseLost("the simulator dropped the response (lost_response fault)")
+        transport.close()
+        await _disconnected_within(receive, DISCONNECT_WAIT)
+
+
+async def _disconnected_within(receive: Receive, seconds: float) -> bool:
+    """Whether the client hung up within ``seconds`` (the request body is read)."""
+    async def until_disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(until_disconnect(), seconds)
+        return True
+    return False
+
+
+async def _answer_500(send: Send) -> None:
+    body = json.dumps(errors.api_error().body()).encode()
+    await send({"type": "http.response.start", "status": 500, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,138 @@
+"""Webhook delivery: a background task drains the persistent queue; each delivery
+is its own task (so events may arrive out of order), signed at send time, retried
+with exponential backoff after a non-2xx answer, a connection error or a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable
+
+import httpx
+
+from psp import faults, signature
+from psp.config import PspConfig
+from psp.faults import WebhookFaults
+from psp.store import QueuedEvent, Store
+
+MAX_IN_FLIGHT = 100
+IDLE_WAIT = 1.0
+
+
+class Dispatcher:
+    def __init__(self, store: Store, config: PspConfig,
+                 webhook_faults: Callable[[], WebhookFaults], rng: random.Random,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        assert config.webhook_url is not None
+        self.store = store
+        self.config = config
+        self.url = config.webhook_url
+        self.webhook_faults = webhook_faults
+        self.rng = rng
+        self.client = httpx.AsyncClient(
+            transport=transport, timeout=config.webhook_timeout,
+            limits=httpx.Limits(max_connections=MAX_IN_FLIGHT,
+                                max_keepalive_connections=MAX_IN_FLIGHT))
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        with self.store.transaction():
+            self.store.release_leases()
+        self._loop = asyncio.create_task(self._run(), name="psp-webhooks")
+
+    async def stop(self) -> None:
+        """Cancel everything; cut-short deliveries stay queued for the next start."""
+        tasks = [*self._tasks, *([self._loop] if self._loop is not None else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.client.aclose()
+
+    def notify(self) -> None:
+        """New events were committed, or the faults changed."""
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            wait = self._dispatch()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+
+    def _dispatch(self) -> float:
+        """Start the due deliveries; return how long to sleep if nothing wakes us."""
+        settings = self.webhook_faults()
+        room = MAX_IN_FLIGHT - len(self._tasks)
+        if settings.paused or room <= 0:
+            return IDLE_WAIT
+        now = time.time()
+        with self.store.transaction():
+            due = self.store.claim_due(now, room)
+            next_due = self.store.next_due()
+        if settings.shuffle:
+            self.rng.shuffle(due)
+        for event in due:
+            task = asyncio.create_task(self._deliver(event), name=f"psp-webhook-{event.id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._done)
+        if len(due) == room:
+            return IDLE_WAIT  # full: a finishing delivery wakes us
+        if next_due is None:
+            return IDLE_WAIT
+        return min(max(next_due - now, 0.0), IDLE_WAIT)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._wake.set()
+
+    async def _deliver(self, event: QueuedEvent) -> None:
+        settings = self.webhook_faults()
+        attempt = event.attempts + 1
+        if event.attempts == 0 and settings.delay_ms:
+            await asyncio.sleep(settings.delay_ms / 1000)
+        status: int | None = None
+        error: str | None = None
+        delivered = 0
+        if faults.simulated_failure(attempt, settings):
+            error = "simulated failure (fail_first)"
+        else:
+            status, error = await self._post(event)
+            if _ok(status):
+                delivered = 1
+                if faults.duplicated(settings, self.rng):
+                    again, _ = await self._post(event)
+                    delivered += int(_ok(again))
+        now = time.time()
+        if _ok(status):
+            state, next_at = "delivered", now
+        elif attempt >= self.config.webhook_max_attempts:
+            state, next_at = "failed", now
+        else:
+            state = "pending"
+            next_at = now + faults.backoff(attempt, self.config.webhook_backoff_base,
+                                           self.config.webhook_backoff_cap)
+        with self.store.transaction():
+            self.store.record_attempt(event.id, attempts=attempt, state=state,
+                                      next_attempt_at=next_at, last_status=status,
+                                      last_error=error, deliveries=delivered, now=now)
+
+    async def _post(self, event: QueuedEvent) -> tuple[int | None, str | None]:
+        header = signature.sign(self.config.webhook_secret, event.body, time.time())
+        try:
+            response = await self.client.post(self.url, content=event.body, headers={
+                "Content-Type": "application/json", signature.HEADER: header,
+                "User-Agent": "onsale-psp-simulator"})
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:500]
+        return response.status_code, None
+
+
+def _ok(status: int | None) -> bool:
+    return status is not None and 200 <= status < 300
