@@ -90,7 +90,9 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
                     run_reconciler(payments, settings.reconcile_interval)))
             if settings.redis_url is not None:
                 redis = Redis.from_url(settings.redis_url)
-                tasks += await start_background(pool, redis, app.state.metrics)
+                tasks += await start_background(
+                    pool, redis, app.state.metrics, stream_maxlen=settings.outbox_stream_maxlen,
+                    retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
         try:
             yield
         finally:

@@ -17,13 +17,13 @@ from core.tickets import run_ticket_consumer
 async def start_background(
     pool: Any, redis: Redis, metrics: Metrics, *,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN,
-    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS, crash_at: str | None = None,
 ) -> list[asyncio.Task[None]]:
     """The relay and the ticket consumer as tasks; cancel them with ``stop_background``."""
     return [
         asyncio.create_task(
             run_relay(pool, redis, metrics, stream_maxlen=stream_maxlen,
-                      retention_seconds=retention_seconds),
+                      retention_seconds=retention_seconds, crash_at=crash_at),
             name="onsale-outbox-relay",
         ),
         asyncio.create_task(run_ticket_consumer(pool, redis, metrics),

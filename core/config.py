@@ -160,4 +160,4 @@ def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
 
 # Test-only hooks: the process kills itself (SIGKILL) at this point.
 CRASH_POINTS = ("after_checkout_commit", "after_authorize_sent", "after_sale_commit",
-                "after_capture_sent", "before_outbox_publish")
+                "after_capture_sent", "before_outbox_publish", "after_outbox_publish")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -75,6 +77,7 @@ async def publish(redis: Redis, rows: Sequence[Mapping[str, Any]], stream_maxlen
 async def relay_once(
     conn: Any, redis: Redis, *, batch: int = DEFAULT_BATCH,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN, after_publish: AfterPublish | None = None,
+    before_publish: AfterPublish | None = None,
 ) -> int:
     """Publish one batch; returns rows published (0 when another relay holds the lock)."""
     q = queries("outbox")
@@ -84,8 +87,10 @@ async def relay_once(
         rows = await conn.fetch(q["claim_batch"], batch)
         if not rows:
             return 0
-        await publish(redis, rows, stream_maxlen)
         ids = [row["outbox_id"] for row in rows]
+        if before_publish is not None:
+            await before_publish(ids)
+        await publish(redis, rows, stream_maxlen)
         if after_publish is not None:
             await after_publish(ids)
         await conn.execute(q["mark_published"], ids)
@@ -95,12 +100,13 @@ async def relay_once(
 async def relay_pass(
     conn: Any, redis: Redis, metrics: Metrics | None = None, *, batch: int = DEFAULT_BATCH,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN, after_publish: AfterPublish | None = None,
+    before_publish: AfterPublish | None = None,
 ) -> int:
     """Relay batches until one comes back short. Returns rows published."""
     total = 0
     while True:
         n = await relay_once(conn, redis, batch=batch, stream_maxlen=stream_maxlen,
-                             after_publish=after_publish)
+                             after_publish=after_publish, before_publish=before_publish)
         total += n
         if metrics is not None and n:
             metrics.outbox_published.inc(n)
@@ -140,7 +146,7 @@ async def prune_published(
 async def run_relay(
     pool: Any, redis: Redis, metrics: Metrics, interval: float = 0.2,
     batch: int = DEFAULT_BATCH, *, stream_maxlen: int = DEFAULT_STREAM_MAXLEN,
-    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS, crash_at: str | None = None,
 ) -> None:
     """Relay forever. Redis or Postgres outages are logged, counted and retried
     with backoff; nothing is lost, the backlog waits in the outbox table."""
@@ -151,7 +157,9 @@ async def run_relay(
     while True:
         try:
             async with pool.acquire() as conn:
-                await relay_pass(conn, redis, metrics, batch=batch, stream_maxlen=stream_maxlen)
+                await relay_pass(conn, redis, metrics, batch=batch, stream_maxlen=stream_maxlen,
+                                 before_publish=_crash_hook(crash_at, "before_outbox_publish"),
+                                 after_publish=_crash_hook(crash_at, "after_outbox_publish"))
                 failures = 0
                 if loop.time() >= next_prune:
                     _, finished = await prune_published(
@@ -178,3 +186,13 @@ async def _refresh_backlog(pool: Any, metrics: Metrics) -> None:
         raise
     except Exception as exc:
         log.debug("outbox backlog not measured: %r", exc)
+
+
+def _crash_hook(crash_at: str | None, point: str) -> AfterPublish | None:
+    """Test hook (ONSALE_CRASH_AT): die as kill -9 would, around the publish."""
+    if crash_at != point:
+        return None
+
+    async def crash(ids: Sequence[int]) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return crash

@@ -12,12 +12,13 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from core.app import build_core_app, healthz
+from core.app import build_core_app, build_payments, healthz
 from core.background import start_background, stop_background
 from core.config import Settings
-from core.db import create_pool
+from core.db import Database, create_pool
 from core.metrics import Metrics, metrics_endpoint
 from core.problems import http_exception_handler
+from core.reconciler import run_reconciler
 from core.sweeper import run_sweeper
 from web.index import index_page
 
@@ -25,8 +26,9 @@ ROLES = ("core", "worker")
 
 
 def build_worker_app(settings: Settings) -> Starlette:
-    """Background work with /metrics for scraping: the expiry sweeper, and with
-    REDIS_URL set the outbox relay and the ticket consumer (docs/outbox.md)."""
+    """Background work with /metrics for scraping: the expiry sweeper; with
+    REDIS_URL set the outbox relay and the ticket consumer (docs/outbox.md); with
+    ONSALE_PSP_URL set the payment reconciler (docs/payments.md)."""
     metrics = Metrics()
 
     @contextlib.asynccontextmanager
@@ -38,11 +40,18 @@ def build_worker_app(settings: Settings) -> Starlette:
         redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
         background = [] if redis is None else await start_background(
             pool, redis, metrics, stream_maxlen=settings.outbox_stream_maxlen,
-            retention_seconds=settings.outbox_retention_seconds)
+            retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
+        payments = build_payments(Database(pool, settings.db_acquire_timeout), settings, metrics)
+        if payments is not None:
+            background.append(asyncio.create_task(
+                run_reconciler(payments, settings.reconcile_interval), name="onsale-reconciler"))
         try:
             yield
         finally:
             await stop_background(background)
+            if payments is not None:
+                await payments.drain()
+                await payments.client.close()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

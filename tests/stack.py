@@ -89,6 +89,7 @@ class Stack:
         self.grace_seconds = grace_seconds
         self.auth_window_seconds = auth_window_seconds
         self.core: Process | None = None
+        self.worker: Process | None = None
         self.psp: Process | None = None
         self.sessions = SessionCodec(SECRET, 3600, False)
 
@@ -126,8 +127,17 @@ class Stack:
                             self.core_env(**extra), "serving on", "core")
         return self.core
 
+    def start_worker(self, redis_url: str, *, crash_at: str | None = None) -> Process:
+        """A worker: sweeper, reconciler, outbox relay and ticket consumer."""
+        extra = {"REDIS_URL": redis_url}
+        if crash_at:
+            extra["ONSALE_CRASH_AT"] = crash_at
+        self.worker = Process([ONSALE, "serve", "--role", "worker", "--port", str(free_port())],
+                              self.core_env(**extra), "serving on", "worker")
+        return self.worker
+
     def stop(self) -> None:
-        for proc in (self.core, self.psp):
+        for proc in (self.worker, self.core, self.psp):
             if proc is not None:
                 proc.stop()
                 if any("Traceback" in line for line in proc.output):

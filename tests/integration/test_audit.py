@@ -50,6 +50,26 @@ CASES = {
         "INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status, "
         "prior_expires_at, reason) SELECT $3, $1, 1, $3, 'HELD', now() + interval '1 hour', "
         "'expired' WHERE $2::uuid IS NOT NULL",
+    "payment_pending_holds_have_an_open_payment":
+        # a hold left in payment with no authorization on its way
+        "UPDATE holds SET status = 'PAYMENT_PENDING' WHERE hold_id = $3 AND $1::bigint > 0 "
+        "AND $2::uuid IS NOT NULL",
+    "confirmed_orders_were_authorized":
+        "INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, currency) "
+        "SELECT hold_id, event_id, account_id, 'CONFIRMED', 1, 'USD' FROM holds "
+        "WHERE hold_id = $3 AND event_id = $1 AND $2::uuid IS NOT NULL",
+    "tickets_only_for_paid_orders":
+        "WITH o AS (INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, "
+        "currency) SELECT hold_id, event_id, account_id, 'PENDING', 1, 'USD' FROM holds "
+        "WHERE hold_id = $3 AND $2::uuid IS NOT NULL RETURNING order_id) "
+        "INSERT INTO tickets (order_id, event_id, seat_id, code) "
+        "SELECT order_id, $1, 1, md5(random()::text) FROM o",
+    "ended_orders_own_no_seats":
+        "WITH o AS (INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, "
+        "currency) SELECT hold_id, event_id, account_id, 'FAILED', 1, 'USD' FROM holds "
+        "WHERE hold_id = $3 AND $2::uuid IS NOT NULL RETURNING order_id) "
+        "UPDATE seat_inventory SET order_id = (SELECT order_id FROM o) "
+        "WHERE event_id = $1 AND seat_id = 1",
     "sold_seats_point_to_confirmed_orders":
         "UPDATE seat_inventory SET status = 'SOLD', order_id = $2 WHERE event_id = $1 "
         "AND seat_id = 9 AND $3::uuid IS NOT NULL",

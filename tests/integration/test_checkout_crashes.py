@@ -9,6 +9,7 @@ test, as a worker would.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from core.db import init_connection
 from core.reconciler import reconcile_once
-from onsale.embedded import EmbeddedPostgres
+from onsale.embedded import EmbeddedPostgres, EmbeddedValkey
 from tests.conftest import audit_clean, fresh_database
 from tests.integration.test_checkout import checkout, held, new_account, new_event, order
 from tests.stack import APPROVE, Stack, eventually, payments_for
@@ -89,7 +90,7 @@ async def converge(stack: Stack, db: Any, hold_id: str, want: tuple[str, str]) -
 
 async def test_crash_after_the_checkout_commit_then_the_retry_resumes(
         fresh_stack: Stack, db: Any) -> None:
-    account, event_id, hold_id = await crash_during_checkout(
+    account, _, hold_id = await crash_during_checkout(
         fresh_stack, db, "after_checkout_commit", "k1", [1, 2])
     row = await the_order(db, hold_id)
     assert (row["status"], row["payment_status"]) == ("PENDING", "PENDING")
@@ -202,3 +203,43 @@ async def test_a_capture_that_definitively_failed_is_compensated_before_tickets(
         await conn.close()
     finally:
         stack.stop()
+
+
+@pytest.mark.parametrize("crash_at", ["before_outbox_publish", "after_outbox_publish"])
+async def test_relay_crash_around_the_publish_issues_tickets_once(
+        fresh_stack: Stack, db: Any, valkey: EmbeddedValkey, crash_at: str) -> None:
+    """The worker dies (SIGKILL) with order.confirmed committed but not yet
+    published, or published to Redis but not yet marked: after a restart the
+    tickets are issued exactly once."""
+    import redis.asyncio
+
+    client = redis.asyncio.Redis.from_url(valkey.url)
+    await client.flushdb()
+    fresh_stack.start_core()
+    event_id = await new_event(fresh_stack)
+    account = await new_account(db)
+    async with fresh_stack.client(account) as c:
+        hold_id = await held(c, event_id, [9, 10])
+        body = (await checkout(c, hold_id, APPROVE)).json()
+        assert (body["order_status"], body["payment_status"]) == ("CONFIRMED", "CAPTURED")
+        worker = fresh_stack.start_worker(valkey.url, crash_at=crash_at)
+        assert worker.wait_exit() == -9
+        published = await db.fetchval("SELECT published_at FROM outbox WHERE aggregate_id = $1 "
+                                      "AND event_type = 'order.confirmed'",
+                                      uuid.UUID(body["order_id"]))
+        assert published is None  # the batch was never marked
+        fresh_stack.start_worker(valkey.url)
+
+        async def ticketed() -> Any:
+            o = await order(c, body["order_id"])
+            return o if len(o["tickets"]) == 2 else None
+        got = await eventually(ticketed)
+    assert sorted(t["seat_id"] for t in got["tickets"]) == [9, 10]
+    assert await db.fetchval("SELECT count(*) FROM tickets WHERE order_id = $1",
+                             uuid.UUID(body["order_id"])) == 2
+    entries = await client.xrange("onsale:outbox")
+    confirmed = [e for _, e in entries if e[b"type"] == b"order.confirmed"
+                 and json.loads(e[b"payload"])["order_id"] == body["order_id"]]
+    assert len(confirmed) == (2 if crash_at == "after_outbox_publish" else 1)
+    await client.aclose()
+    await audit_clean(db)
