@@ -5,8 +5,9 @@
     .venv/bin/python bench/checkout.py --duration 20 --concurrency 32
 
 Each worker loops: hold 1-2 free seats, check out with the approving test card
-(authorize -> sale -> capture, all inside the request), and records the
-latency of each step. Prints authorizations/s, p50/p95/p99 per step, the
+(authorize -> sale -> capture, all inside the request), reads the order back
+(GET /api/orders/{id}, as the order page polls it), and records the latency
+of each step. Prints authorizations/s, p50/p95/p99 per step, the
 states reached, the server's memory and the invariant audit.
 """
 
@@ -37,7 +38,7 @@ from bench.holds import (
 
 async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
                 cookies: list[str]) -> tuple[dict[str, list[float]], Counter[str], float]:
-    steps: dict[str, list[float]] = {"hold": [], "checkout": [], "total": []}
+    steps: dict[str, list[float]] = {"hold": [], "checkout": [], "order": [], "total": []}
     outcomes: Counter[str] = Counter()
     deadline = time.perf_counter() + args.duration
     seat_ids = list(range(1, args.seats + 1))
@@ -73,6 +74,10 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
             body = json.loads(data)
             outcomes[f"{body.get('order_status')}/{body.get('payment_status')}"
                      if status in (200, 201) else "checkout:" + body.get("code", str(status))] += 1
+            if status in (200, 201):  # the order page polls this
+                t3 = time.perf_counter()
+                await c.request("GET", f"/api/orders/{body['order_id']}", b"", {"Cookie": cookie})
+                steps["order"].append(time.perf_counter() - t3)
 
     started = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(args.concurrency)))

@@ -151,6 +151,17 @@ def webhook_outcomes(event_type: str, intent: dict[str, Any]) -> list[tuple[str,
     return [(kind, from_intent(kind, intent)) for kind in WEBHOOK_TARGETS.get(event_type, ())]
 
 
+def can_change(kind: str, status: str, outcome: str) -> bool:
+    """Whether applying ``outcome`` to an operation in ``status`` could change
+    anything: a definitive operation never changes, except that an
+    authorization we gave up on and that turns up after all must be voided."""
+    if status == "SUCCEEDED":
+        return False
+    if status == "FAILED":
+        return kind == AUTHORIZE and outcome == "AUTHORIZED"
+    return outcome != "UNKNOWN"
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the reconciler does with an open authorization after looking it up."""

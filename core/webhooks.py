@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from core.db import Database, queries
-from core.payment_rules import AUTHORIZE, webhook_outcomes
+from core.payment_rules import can_change, webhook_outcomes
 from core.payments import Payments
 from core.problems import Problem
 from psp.signature import HEADER, SignatureError, verify
@@ -66,13 +66,13 @@ async def receive_payment_webhook(request: Request) -> Response:
             metrics.webhooks.labels(result="duplicate").inc()
             return JSONResponse({"received": True, "duplicate": True})
         for kind, outcome in webhook_outcomes(event_type, intent):
-            operation_id = authorize_id if kind == AUTHORIZE else await conn.fetchval(
-                q["child_operation"], authorize_id, kind)
-            exists = operation_id is not None and await conn.fetchval(
-                "SELECT true FROM payment_operations WHERE operation_id = $1", operation_id)
-            if not exists or outcome.outcome == "UNKNOWN":
+            target = await conn.fetchrow(q["webhook_target"], authorize_id, kind)
+            # Most events confirm what the response already applied: skip the
+            # locking apply when it could not change anything.
+            if target is None or not can_change(kind, target["status"], outcome.outcome):
                 continue
-            results.append(await payments.apply(operation_id, outcome, "webhook", conn=conn))
+            results.append(await payments.apply(target["operation_id"], outcome, "webhook",
+                                                conn=conn))
         applied = any(r["applied"] for r in results)
         await conn.execute(q["webhook_outcome"], event_id, "applied" if applied else "ignored")
     for result in results:

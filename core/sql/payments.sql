@@ -15,9 +15,12 @@ FROM payment_operations p
 LEFT JOIN payment_operations parent ON parent.operation_id = p.parent_operation_id
 WHERE p.operation_id = $1;
 
--- name: child_operation
-SELECT operation_id FROM payment_operations
-WHERE parent_operation_id = $1 AND kind = $2;
+-- name: webhook_target
+-- The operation a webhook speaks about: the authorization itself, or its
+-- capture or void.
+SELECT operation_id, status FROM payment_operations
+WHERE ($2 = 'AUTHORIZE' AND operation_id = $1 AND kind = 'AUTHORIZE')
+   OR ($2 <> 'AUTHORIZE' AND parent_operation_id = $1 AND kind = $2);
 
 -- name: order_for_account
 SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_minor,

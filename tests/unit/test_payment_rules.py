@@ -9,6 +9,7 @@ import pytest
 from core.payment_rules import (
     ProviderAnswer,
     after_lookup,
+    can_change,
     classify,
     from_intent,
     mask_payment_method,
@@ -118,3 +119,13 @@ def test_card_numbers_are_never_stored_whole() -> None:
     assert mask_payment_method("4242 4242 4242 4242") == "card_4242"
     assert mask_payment_method("4000000000000002") == "card_0002"
     assert mask_payment_method("pm_card_visa") == "pm_card_visa"
+
+
+def test_only_changes_that_can_happen_are_applied() -> None:
+    assert not can_change("AUTHORIZE", "SUCCEEDED", "DECLINED")
+    assert not can_change("CAPTURE", "SUCCEEDED", "CAPTURED")
+    assert not can_change("AUTHORIZE", "FAILED", "DECLINED")
+    assert can_change("AUTHORIZE", "FAILED", "AUTHORIZED")  # late: must be voided
+    assert not can_change("CAPTURE", "FAILED", "CAPTURED")
+    assert can_change("AUTHORIZE", "REQUIRES_ACTION", "AUTHORIZED")
+    assert not can_change("AUTHORIZE", "UNKNOWN", "UNKNOWN")
