@@ -64,6 +64,19 @@ def backoff(failures: int, interval: float, cap: float = MAX_BACKOFF_SECONDS) ->
     return float(min(cap, interval * 2 ** min(failures, 30)))
 
 
+def raise_if_cancelling() -> None:
+    """Re-raise a cancellation that was swallowed on the way.
+
+    On Python 3.11 ``asyncio.wait_for``, which redis-py wraps around every
+    command write, can return normally when the cancellation arrives just as
+    the write completes. The task still counts the request, so a loop that
+    checks here each round still stops when it is cancelled.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def publish(redis: Redis, rows: Sequence[Mapping[str, Any]], stream_maxlen: int) -> None:
     """XADD every row in one MULTI/EXEC; returns once Redis acknowledged all of them."""
     async with redis.pipeline(transaction=True) as pipe:
@@ -155,6 +168,7 @@ async def run_relay(
     next_backlog = loop.time()
     failures = 0
     while True:
+        raise_if_cancelling()
         try:
             async with pool.acquire() as conn:
                 await relay_pass(conn, redis, metrics, batch=batch, stream_maxlen=stream_maxlen,

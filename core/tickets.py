@@ -24,7 +24,7 @@ from redis.exceptions import ResponseError
 
 from core.db import queries
 from core.metrics import Metrics
-from core.outbox_relay import STREAM, backoff
+from core.outbox_relay import STREAM, backoff, raise_if_cancelling
 
 log = logging.getLogger("onsale.tickets")
 
@@ -178,6 +178,7 @@ async def run_ticket_consumer(
     next_reclaim = loop.time()
     failures = 0
     while True:
+        raise_if_cancelling()
         try:
             if not group_ready:
                 await ensure_group(redis)

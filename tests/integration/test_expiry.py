@@ -103,17 +103,15 @@ async def test_sweep_never_touches_sold_seats(api: Api, conn: Any) -> None:
     account = await api.account(conn)
     body = (await _hold_in_db(conn, event_id, account, [1, 2]))["body"]
     hold_id = uuid.UUID(body["hold_id"])
-    order_id = await conn.fetchval(
-        "INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, currency) "
-        "VALUES ($1, $2, $3, 'CONFIRMED', $4, 'USD') RETURNING order_id",
-        hold_id, event_id, account, body["amount_minor"])
-    await conn.execute(
-        "UPDATE seat_inventory SET status = 'SOLD', order_id = $3, hold_expires_at = NULL "
-        "WHERE event_id = $1 AND hold_id = $2", event_id, hold_id, order_id)
-    await conn.execute(
-        "INSERT INTO order_items (order_id, event_id, seat_id, price_minor) "
-        "SELECT $1, $2, s, 1 FROM unnest($3::int[]) s", order_id, event_id, [1, 2])
-    await conn.execute("UPDATE holds SET status = 'CONFIRMED' WHERE hold_id = $1", hold_id)
+    # Checkout's steps 1 and 3 (the provider's authorization applied as it
+    # would be from its answer).
+    begun = await conn.fetchrow(
+        "SELECT * FROM onsale_checkout_begin($1, $2, 'pay', 'd', 'card_4242', 600, 0, 30)",
+        hold_id, account)
+    result = await conn.fetchval(
+        "SELECT onsale_payment_apply($1, 'AUTHORIZED', 'pi_test', NULL, NULL, 'test', 5)",
+        begun["operation_id"])
+    assert result["order_status"] == "CONFIRMED"
     await asyncio.sleep(1.1)
     assert (await sweep_once(conn, 10)).seats_released == 0
     assert await conn.fetchval("SELECT onsale_expire_hold($1)", hold_id) == 0
