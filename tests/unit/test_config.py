@@ -139,6 +139,12 @@ INTS = [
     ("ONSALE_DB_STATEMENT_TIMEOUT_MS", "db_statement_timeout_ms", 10, 600000),
     ("ONSALE_SWEEP_BATCH", "sweep_batch", 1, 100000),
     ("ONSALE_SESSION_MAX_AGE", "session_max_age", 60, 30 * 86400),
+    ("ONSALE_PAYMENT_GRACE_SECONDS", "payment_grace_seconds", 0, 86400),
+    ("ONSALE_CHECKOUT_MIN_REMAINING_SECONDS", "checkout_min_remaining_seconds", 0, 3600),
+    ("ONSALE_PAYMENT_FIRST_CHECK_SECONDS", "payment_first_check_seconds", 0, 3600),
+    ("ONSALE_PAYMENT_RETRY_SECONDS", "payment_retry_seconds", 1, 3600),
+    ("ONSALE_OUTBOX_STREAM_MAXLEN", "outbox_stream_maxlen", 1000, 1_000_000_000),
+    ("ONSALE_OUTBOX_RETENTION_SECONDS", "outbox_retention_seconds", 60, 365 * 86400),
 ]
 
 
@@ -225,3 +231,39 @@ def test_pool_min_above_max_is_a_config_error() -> None:
            "ONSALE_ADMIN_TOKEN": "a" * 16, "ONSALE_DB_POOL_MIN": "30", "ONSALE_DB_POOL_MAX": "10"}
     with pytest.raises(ConfigError, match="must not exceed"):
         Settings.from_env(env)
+
+
+# --- payments --------------------------------------------------------------------------------
+
+PSP = {"ONSALE_PSP_URL": "http://127.0.0.1:8100/", "ONSALE_PSP_API_KEY": "k" * 16,
+       "ONSALE_PSP_WEBHOOK_SECRET": "w" * 16}
+
+
+def test_payments_are_off_without_a_provider_url() -> None:
+    s = load()
+    assert (s.psp_url, s.payment_grace_seconds, s.checkout_min_remaining_seconds) == \
+        (None, 600, 15)
+
+
+def test_provider_settings_are_read_and_the_url_normalised() -> None:
+    s = load(**PSP, ONSALE_PSP_TIMEOUT="2.5", ONSALE_PUBLIC_URL="https://shop.example/")
+    assert (s.psp_url, s.psp_api_key, s.psp_webhook_secret, s.psp_timeout, s.public_url) == \
+        ("http://127.0.0.1:8100", "k" * 16, "w" * 16, 2.5, "https://shop.example")
+
+
+@pytest.mark.parametrize(("override", "needle"), [
+    ({"ONSALE_PSP_URL": "ftp://x"}, "ONSALE_PSP_URL"),
+    ({"ONSALE_PSP_API_KEY": "short"}, "ONSALE_PSP_API_KEY"),
+    ({"ONSALE_PSP_WEBHOOK_SECRET": ""}, "ONSALE_PSP_WEBHOOK_SECRET"),
+    ({"ONSALE_PSP_TIMEOUT": "0"}, "ONSALE_PSP_TIMEOUT"),
+    ({"ONSALE_CRASH_AT": "somewhere"}, "ONSALE_CRASH_AT"),
+])
+def test_bad_provider_settings_are_config_errors(override: dict[str, str], needle: str) -> None:
+    from core.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match=needle):
+        Settings.from_env({**BASE, **PSP, **override})
+
+
+def test_crash_points_are_accepted_by_name() -> None:
+    assert load(ONSALE_CRASH_AT="after_sale_commit").crash_at == "after_sale_commit"
