@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -81,8 +82,10 @@ def _children_for(data_dir: Path) -> list[psutil.Process]:
     return found
 
 
-def test_dev_serves_seeds_and_stops_cleanly(tmp_path: Path) -> None:
-    data_dir = tmp_path / "state"
+def test_dev_serves_seeds_and_stops_cleanly() -> None:
+    # Not under pytest's tmp_path: another pytest session on the machine resets
+    # /tmp/pytest-of-<user> to 0700, which the server's own user must traverse.
+    data_dir = Path(tempfile.mkdtemp(prefix="onsale-test-dev-")) / "state"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env["ONSALE_DATA_DIR"] = str(data_dir)
     for attempt in range(2):
