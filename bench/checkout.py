@@ -48,8 +48,8 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
     async def worker(i: int) -> None:
         rng = random.Random(i)
         c = Conn(host, port)
-        cookie = cookies[i % len(cookies)]
         while time.perf_counter() < deadline:
+            cookie = cookies[rng.randrange(len(cookies))]  # spread the ticket limit
             start = next(cursor, None)
             if start is None:
                 return

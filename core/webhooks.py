@@ -58,27 +58,39 @@ async def receive_payment_webhook(request: Request) -> Response:
     event_id, event_type, intent, authorize_id = parse_event(raw)
     q = queries("payments")
     db: Database = request.app.state.db
-    results: list[dict[str, Any]] = []
-    async with db.connection() as conn, conn.transaction():
-        recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
-                                       intent.get("id"), json.loads(raw))
-        if recorded is None:
-            metrics.webhooks.labels(result="duplicate").inc()
-            return JSONResponse({"received": True, "duplicate": True})
+    payload = json.loads(raw)
+    async with db.connection() as conn:
+        # Most events confirm what a response already applied: find out first,
+        # without locks, and record those in one statement.
+        todo = []
         for kind, outcome in webhook_outcomes(event_type, intent):
             target = await conn.fetchrow(q["webhook_target"], authorize_id, kind)
-            # Most events confirm what the response already applied: skip the
-            # locking apply when it could not change anything.
-            if target is None or not can_change(kind, target["status"], outcome.outcome):
-                continue
-            results.append(await payments.apply(target["operation_id"], outcome, "webhook",
-                                                conn=conn))
-        applied = any(r["applied"] for r in results)
-        await conn.execute(q["webhook_outcome"], event_id, "applied" if applied else "ignored")
+            if target is not None and can_change(kind, target["status"], outcome.outcome):
+                todo.append((target["operation_id"], outcome))
+        if not todo:
+            recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
+                                           intent.get("id"), "ignored", payload)
+            return _answer(metrics, "ignored" if recorded else "duplicate")
+        async with conn.transaction():
+            # The record comes first: a concurrent duplicate waits on its key
+            # and then finds it, so one delivery applies and the other does not.
+            recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
+                                           intent.get("id"), "applied", payload)
+            if recorded is None:
+                return _answer(metrics, "duplicate")
+            results = [await payments.apply(operation_id, outcome, "webhook", conn=conn)
+                       for operation_id, outcome in todo]
     for result in results:
         payments.follow_up_soon(result)
-    metrics.webhooks.labels(result="applied" if applied else "ignored").inc()
-    return JSONResponse({"received": True, "applied": applied})
+    return _answer(metrics, "applied")
+
+
+def _answer(metrics: Any, result: str) -> Response:
+    metrics.webhooks.labels(result=result).inc()
+    body: dict[str, Any] = {"received": True, "applied": result == "applied"}
+    if result == "duplicate":
+        body["duplicate"] = True
+    return JSONResponse(body)
 
 
 routes = [Route("/api/webhooks/payments", receive_payment_webhook, methods=["POST"])]

@@ -41,12 +41,9 @@ SELECT o.order_id FROM orders o WHERE o.account_id = $1 ORDER BY o.created_at DE
 
 -- name: record_webhook
 INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, payload)
-VALUES ($1, $2, $3, 'received', $4)
+VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (provider_event_id) DO NOTHING
 RETURNING provider_event_id;
-
--- name: webhook_outcome
-UPDATE webhook_events SET outcome = $2 WHERE provider_event_id = $1;
 
 -- name: claim_due
 -- Lease a batch of open operations to this reconciler (SKIP LOCKED: several

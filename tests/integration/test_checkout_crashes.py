@@ -9,6 +9,7 @@ test, as a worker would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -63,7 +64,10 @@ async def crash_during_checkout(stack: Stack, db: Any, crash_at: str, key: str,
     account = await new_account(db)
     async with stack.client(account) as c:
         hold_id = await held(c, event_id, seats)
-        with pytest.raises(httpx.TransportError):
+        # Usually the request dies with the process. When the provider's webhook
+        # reported the authorization first, the capture (and so the crash) runs
+        # just after the answer; either way the process must die.
+        with contextlib.suppress(httpx.TransportError):
             await checkout(c, hold_id, APPROVE, key=key)
     assert stack.core is not None
     assert stack.core.wait_exit() == -9
