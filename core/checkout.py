@@ -40,11 +40,17 @@ def parse_payment_method(body: dict[str, Any]) -> str:
     return value
 
 
+def normalize_payment_method(value: str) -> str:
+    """A card number without its spaces or dashes; anything else as given. The
+    same form goes into the idempotency digest and to the provider."""
+    compact = value.replace(" ", "").replace("-", "")
+    return compact if compact.isdigit() else value
+
+
 def checkout_digest(secret: str, hold_id: uuid.UUID, payment_method: str) -> str:
     """Keyed, so the stored digest does not reveal a card number."""
     doc = json.dumps({"route": "POST /api/holds/{hold_id}/checkout", "scope": str(hold_id),
-                      "body": {"payment_method": payment_method.replace(" ", "")}},
-                     sort_keys=True)
+                      "body": {"payment_method": payment_method}}, sort_keys=True)
     return hmac.new(secret.encode(), doc.encode(), hashlib.sha256).hexdigest()
 
 
@@ -81,7 +87,7 @@ async def post_checkout(request: Request) -> Response:
     account = current_account(request)
     hold_id = hold_id_path(request)
     key = idempotency_key(request)
-    payment_method = parse_payment_method(await json_object(request))
+    payment_method = normalize_payment_method(parse_payment_method(await json_object(request)))
     payments: Payments | None = request.app.state.payments
     if payments is None:
         raise Problem(503, "payments_unavailable", detail="No payment provider is configured.")
@@ -95,6 +101,10 @@ async def post_checkout(request: Request) -> Response:
                 q["checkout_begin"], hold_id, account, key, digest,
                 mask_payment_method(payment_method), settings.payment_grace_seconds,
                 settings.checkout_min_remaining_seconds, settings.payment_first_check_seconds)
+        except asyncpg.UniqueViolationError as exc:
+            # The same key raced on another event's hold (another advisory lock):
+            # a key names one request, so this is the other request.
+            raise Problem(409, "idempotency_conflict") from exc
         except asyncpg.PostgresError as exc:
             problem = problem_from_db(exc)
             if problem is None:

@@ -138,6 +138,9 @@ def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
             raise ConfigError("ONSALE_PSP_API_KEY must be set to at least 16 characters")
         if len(secret) < 16:
             raise ConfigError("ONSALE_PSP_WEBHOOK_SECRET must be set to at least 16 characters")
+    public_url = (env.get("ONSALE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
+    if not public_url.startswith(("http://", "https://")):
+        raise ConfigError(f"ONSALE_PUBLIC_URL must be an http(s) URL, got {public_url!r}")
     crash_at = env.get("ONSALE_CRASH_AT") or None
     if crash_at is not None and crash_at not in CRASH_POINTS:
         raise ConfigError(f"ONSALE_CRASH_AT must be one of {', '.join(CRASH_POINTS)}")
@@ -153,7 +156,7 @@ def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
             env, "ONSALE_PAYMENT_FIRST_CHECK_SECONDS", 30, 0, 3600),
         "payment_retry_seconds": env_int(env, "ONSALE_PAYMENT_RETRY_SECONDS", 5, 1, 3600),
         "reconcile_interval": _float(env, "ONSALE_RECONCILE_INTERVAL", 1.0),
-        "public_url": (env.get("ONSALE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+        "public_url": public_url,
         "crash_at": crash_at,
     }
 

@@ -82,6 +82,7 @@ PATHS: dict[str, dict[str, Any]] = {
             "200": _json("Order", "A replay of the same key and body: the order's current state"),
             "400": _problem("invalid_payment_method", "idempotency_key_required",
                             "invalid_json", "invalid_request"),
+            "413": _problem("invalid_request"),
             "401": _problem("authentication_required"),
             "404": _problem("hold_not_found"),
             "409": _problem("hold_expired", "hold_expiring", "hold_checked_out",
@@ -100,7 +101,7 @@ PATHS: dict[str, dict[str, Any]] = {
                         "schema": {"type": "string"}}],
         "responses": {"200": {"description": "Received (applied, ignored or a duplicate)"},
                       "400": _problem("invalid_signature", "invalid_webhook"),
-                      "503": _problem("payments_unavailable")}}},
+                      "503": _problem("payments_unavailable", "inventory_unavailable")}}},
     "/api/ops/events": {"post": {
         "summary": "Create an event from a generated layout (operator)",
         "security": [{"admin": []}],

@@ -62,16 +62,18 @@ class Payments:
         await self.follow_up(result)
         return result
 
-    async def follow_up(self, result: dict[str, Any]) -> None:
+    async def follow_up(self, result: dict[str, Any], source: str = "response") -> None:
         """Send the capture (after the sale committed) or the void the answer asked for."""
         follow = result.get("follow_up")
         if not follow:
             return
         if follow["kind"] == CAPTURE:
             crash_point(self.settings, "after_sale_commit")
-        await self.send(uuid.UUID(follow["operation_id"]), follow["kind"], follow["provider_ref"])
+        await self.send(uuid.UUID(follow["operation_id"]), follow["kind"], follow["provider_ref"],
+                        source)
 
-    async def send(self, operation_id: uuid.UUID, kind: str, intent_id: str | None) -> None:
+    async def send(self, operation_id: uuid.UUID, kind: str, intent_id: str | None,
+                   source: str = "response") -> None:
         """Send (or re-send, same idempotency key) a capture or a void, and apply it."""
         if intent_id is None:
             return  # nothing known to act on; the reconciler looks it up
@@ -81,7 +83,7 @@ class Payments:
         else:
             answer = await self.client.cancel(operation_id, intent_id)
         await self.apply(operation_id, classify(kind if kind == CAPTURE else VOID, answer),
-                         "response")
+                         source)
 
     def follow_up_soon(self, result: dict[str, Any]) -> None:
         """Follow up without holding the caller (a webhook answer must be quick).

@@ -38,10 +38,10 @@ async def _authorization(payments: Payments, op: Any) -> str:
             void_id = await conn.fetchval(queries("payments")["abandon"], op["operation_id"],
                                           decision.outcome.provider_ref)
         if void_id is not None:
-            await payments.send(void_id, VOID, decision.outcome.provider_ref)
+            await payments.send(void_id, VOID, decision.outcome.provider_ref, "reconciler")
         return "abandon"
     result = await payments.apply(op["operation_id"], decision.outcome, "reconciler")
-    await payments.follow_up(result)
+    await payments.follow_up(result, "reconciler")
     return decision.outcome.outcome.lower()
 
 
@@ -57,7 +57,7 @@ async def _follow_up(payments: Payments, op: Any) -> str:
                                  "reconciler")
             return "voided"
         intent_id = found["id"]
-    await payments.send(op["operation_id"], op["kind"], intent_id)
+    await payments.send(op["operation_id"], op["kind"], intent_id, "reconciler")
     return "resent"
 
 

@@ -36,6 +36,7 @@ async def sweep_once(conn: Any, batch: int) -> SweepResult:
         holds += row["holds_expired"]
         seats += row["seats_released"]
         if row["holds_expired"] < batch:
+            await conn.execute(q["close_abandoned_orders"])
             return SweepResult(holds, seats)
 
 

@@ -82,7 +82,7 @@ async def receive_payment_webhook(request: Request) -> Response:
                        for operation_id, outcome in todo]
     for result in results:
         payments.follow_up_soon(result)
-    return _answer(metrics, "applied")
+    return _answer(metrics, "applied" if any(r["applied"] for r in results) else "ignored")
 
 
 def _answer(metrics: Any, result: str) -> Response:

@@ -1,8 +1,9 @@
 """A Stripe-like payment provider simulator, reached by the core only over HTTP.
 
 Pure logic (no I/O): ``cards``, ``intents``, ``params``, ``errors``, ``idempotency``,
-``signature``, ``faults``, ``events``. I/O adapters: ``store`` (SQLite),
-``service`` (operations in one transaction each), ``webhooks`` (delivery),
-``middleware`` (fault injection), ``app`` (Starlette routes), ``cli``.
+``signature``, ``faults``, ``events``, ``pages``. I/O adapters: ``store`` (SQLite),
+``service`` (operations, one transaction each), ``webhooks`` and ``http_post``
+(delivery), ``middleware`` (fault injection), ``app`` (Starlette routes), ``cli``.
+``testing`` has helpers for tests that run it on a real socket.
 The contract is in docs/psp.md.
 """

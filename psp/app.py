@@ -28,7 +28,7 @@ from psp.faults import FaultState
 from psp.middleware import FaultMiddleware
 from psp.service import Reply, Service
 from psp.store import Store
-from psp.webhooks import Dispatcher
+from psp.webhooks import Dispatcher, poster
 
 log = logging.getLogger("psp")
 SEARCH_LIMIT = 100
@@ -71,7 +71,7 @@ class Simulator:
         self._service = Service(store, self.config, self.clock, self.notify)
         if self.config.webhook_url is not None:
             self.dispatcher = Dispatcher(store, self.config, lambda: self.faults.webhooks,
-                                         self.rng, self.webhook_transport)
+                                         self.rng, poster(self.config, self.webhook_transport))
             self.dispatcher.start()
         sweeper = asyncio.create_task(self._sweep(), name="psp-sweeper")
         try:

@@ -39,9 +39,12 @@ def serve(app: Any, host: str, port: int, ready_message: str) -> None:
             if self.started:
                 print(ready_message, flush=True)
 
+    # The stdlib loop, not uvloop: measured with bench/psp.py, uvloop was no faster here
+    # while webhooks were flowing, let deliveries fall behind, and held the first
+    # request of connections opened under load for over a second (docs/psp.md).
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             lifespan="on", proxy_headers=False, server_header=False,
-                            timeout_graceful_shutdown=5)
+                            loop="asyncio", timeout_graceful_shutdown=5)
 
     def stopped(signum: int, frame: FrameType | None) -> None:
         raise _Stopped

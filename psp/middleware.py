@@ -99,8 +99,9 @@ async def _disconnected_within(receive: Receive, seconds: float) -> bool:
             pass
 
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(until_disconnect(), seconds)
-        return True
+        async with asyncio.timeout(seconds):
+            await until_disconnect()
+            return True
     return False
 
 

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS webhook_events (
 );
 CREATE INDEX IF NOT EXISTS webhook_events_due
     ON webhook_events (state, leased, next_attempt_at);
+CREATE INDEX IF NOT EXISTS webhook_events_finished ON webhook_events (finished_at);
 """
 
 
@@ -177,12 +178,12 @@ class Store:
             " VALUES (?, ?, ?, ?, ?)", (event_id, event_type, created, body, next_attempt_at))
 
     def claim_due(self, now: float, limit: int) -> list[QueuedEvent]:
-        """Pending events due by ``now``, oldest first, leased to the caller until
+        """Pending events due by ``now``, longest due first, leased to the caller until
         :meth:`record_attempt` (or :meth:`release_leases` after a restart)."""
         rows = self._db.execute(
             "SELECT seq, id, type, body, attempts FROM webhook_events"
             " WHERE state = 'pending' AND leased = 0 AND next_attempt_at <= ?"
-            " ORDER BY seq LIMIT ?", (now, limit)).fetchall()
+            " ORDER BY next_attempt_at LIMIT ?", (now, limit)).fetchall()
         self._db.executemany("UPDATE webhook_events SET leased = 1 WHERE seq = ?",
                              [(row[0],) for row in rows])
         return [QueuedEvent(row[1], row[2], row[3], row[4]) for row in rows]
@@ -218,7 +219,7 @@ class Store:
 
     def prune_events(self, finished_before: float) -> int:
         return self._db.execute(
-            "DELETE FROM webhook_events WHERE state != 'pending' AND finished_at < ?",
+            "DELETE FROM webhook_events WHERE finished_at < ?",
             (finished_before,)).rowcount
 
     # Statistics

@@ -46,7 +46,7 @@ class ThreadedServer:
         self.url = url_of(sock)
         self.startup_timeout = startup_timeout
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=2)
+                                loop="asyncio", timeout_graceful_shutdown=2)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]},
                                        daemon=True, name=f"uvicorn-{self.url}")

@@ -1,40 +1,40 @@
 """Webhook delivery: a background task drains the persistent queue; each delivery
 is its own task (so events may arrive out of order), signed at send time, retried
-with exponential backoff after a non-2xx answer, a connection error or a timeout."""
+with exponential backoff after a non-2xx answer, a connection error or a timeout.
+Sent with ``psp.http_post`` (or httpx over an injected transport)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import httpx
 
 from psp import faults, signature
 from psp.config import PspConfig
 from psp.faults import WebhookFaults
+from psp.http_post import Poster
 from psp.store import QueuedEvent, Store
 
-MAX_IN_FLIGHT = 100
+log = logging.getLogger("psp.webhooks")
+MAX_IN_FLIGHT = 128
 IDLE_WAIT = 1.0
 
 
 class Dispatcher:
     def __init__(self, store: Store, config: PspConfig,
                  webhook_faults: Callable[[], WebhookFaults], rng: random.Random,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
-        assert config.webhook_url is not None
+                 poster: Post) -> None:
         self.store = store
         self.config = config
-        self.url = config.webhook_url
         self.webhook_faults = webhook_faults
         self.rng = rng
-        self.client = httpx.AsyncClient(
-            transport=transport, timeout=config.webhook_timeout,
-            limits=httpx.Limits(max_connections=MAX_IN_FLIGHT,
-                                max_keepalive_connections=MAX_IN_FLIGHT))
+        self.poster = poster
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.Task[None] | None = None
@@ -52,7 +52,7 @@ class Dispatcher:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self.client.aclose()
+        await self.poster.aclose()
 
     def notify(self) -> None:
         """New events were committed, or the faults changed."""
@@ -61,10 +61,16 @@ class Dispatcher:
     async def _run(self) -> None:
         while True:
             self._wake.clear()
-            wait = self._dispatch()
+            try:
+                wait = self._dispatch()
+            except Exception:  # e.g. a locked or full disk: try again shortly
+                log.exception("webhook dispatch failed")
+                wait = IDLE_WAIT
             if wait > 0:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
 
     def _dispatch(self) -> float:
         """Start the due deliveries; return how long to sleep if nothing wakes us."""
@@ -91,6 +97,9 @@ class Dispatcher:
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            # the event stays leased until the next start, which sends it again
+            log.error("webhook delivery failed", exc_info=task.exception())
 
     async def _deliver(self, event: QueuedEvent) -> None:
         settings = self.webhook_faults()
@@ -126,12 +135,39 @@ class Dispatcher:
     async def _post(self, event: QueuedEvent) -> tuple[int | None, str | None]:
         header = signature.sign(self.config.webhook_secret, event.body, time.time())
         try:
-            response = await self.client.post(self.url, content=event.body, headers={
+            status = await self.poster.post(event.body, {
                 "Content-Type": "application/json", signature.HEADER: header,
                 "User-Agent": "onsale-psp-simulator"})
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # refused, reset, timed out, not HTTP: a failed attempt
             return None, f"{type(exc).__name__}: {exc}"[:500]
-        return response.status_code, None
+        return status, None
+
+
+class Post(Protocol):
+    async def post(self, body: bytes, headers: dict[str, str]) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+class HttpxPost:
+    """Delivery through httpx, for an injected transport (tests: httpx.MockTransport)."""
+
+    def __init__(self, url: str, timeout: float, transport: httpx.AsyncBaseTransport) -> None:
+        self.url = url
+        self.client = httpx.AsyncClient(transport=transport, timeout=timeout)
+
+    async def post(self, body: bytes, headers: dict[str, str]) -> int:
+        return (await self.client.post(self.url, content=body, headers=headers)).status_code
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def poster(config: PspConfig, transport: httpx.AsyncBaseTransport | None = None) -> Post:
+    assert config.webhook_url is not None
+    if transport is not None:
+        return HttpxPost(config.webhook_url, config.webhook_timeout, transport)
+    return Poster(config.webhook_url, config.webhook_timeout)
 
 
 def _ok(status: int | None) -> bool:

@@ -26,7 +26,7 @@ WHERE oi.order_id IS NULL;
 -- name: sold_seats_point_to_confirmed_orders
 SELECT si.event_id, si.seat_id, si.order_id, o.status AS order_status
 FROM seat_inventory si LEFT JOIN orders o ON o.order_id = si.order_id
-WHERE si.status = 'SOLD' AND (o.order_id IS NULL OR o.status NOT IN ('CONFIRMED', 'PENDING'));
+WHERE si.status = 'SOLD' AND (o.order_id IS NULL OR o.status <> 'CONFIRMED');
 
 -- name: releases_touch_only_their_hold
 -- Invariant 4: a release changed only the hold it names, and an expiry or a

@@ -28,3 +28,16 @@ DELETE FROM idempotency_keys
 WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys
                         WHERE created_at < now() - make_interval(secs => $1)
                         LIMIT $2));
+
+-- name: close_abandoned_orders
+-- An order whose payment never completed (declined, then nobody paid) ends
+-- when its hold ends: expired or released by its owner.
+WITH closed AS (
+    UPDATE orders o SET status = 'FAILED', cancel_reason = 'hold_ended', updated_at = now()
+    FROM holds h
+    WHERE h.hold_id = o.hold_id AND o.status = 'PENDING'
+      AND h.status IN ('EXPIRED', 'RELEASED')
+    RETURNING o.order_id
+)
+INSERT INTO payment_events (order_id, action, detail)
+SELECT order_id, 'order_closed', '{"reason": "hold_ended"}' FROM closed;

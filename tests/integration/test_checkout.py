@@ -466,3 +466,33 @@ async def test_reconciler_metrics_report_the_open_operations(
             return (await order(c, body["order_id"]))["payment_status"] == "CAPTURED"
         await eventually(done)
     await audit_clean(db)
+
+
+async def test_a_declined_order_nobody_pays_ends_with_its_hold(stack: Stack, db: Any) -> None:
+    from core.sweeper import sweep_once
+
+    event_id = await new_event(stack, hold_ttl_seconds=1)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [20])
+        body = (await checkout(c, hold_id, DECLINE)).json()
+        assert (body["order_status"], body["payment_status"]) == ("PENDING", "DECLINED")
+
+        async def ended() -> Any:
+            await sweep_once(db, 100)
+            o = await order(c, body["order_id"])
+            return o if o["order_status"] == "FAILED" else None
+        closed = await eventually(ended)
+    assert (closed["payment_status"], closed["cancel_reason"]) == ("DECLINED", "hold_ended")
+    assert await seat_statuses(db, event_id, [20]) == ["AVAILABLE"]
+    await audit_clean(db)
+
+
+async def test_a_card_number_with_spaces_or_dashes_is_one_request(stack: Stack, db: Any) -> None:
+    event_id = await new_event(stack)
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [21])
+        first = await checkout(c, hold_id, "4242 4242 4242 4242", key="same")
+        again = await checkout(c, hold_id, "4242-4242-4242-4242", key="same")
+        assert again.status_code == 200 and again.json()["order_id"] == first.json()["order_id"]
+    assert len(await intents_for(stack, first.json()["order_id"])) == 1
+    await audit_clean(db)

@@ -14,8 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from psp import idempotency
 from psp.app import build_psp_app
 from psp.config import PspConfig
+from psp.middleware import ResponseLost
 from psp.testing import FakeClock, eventually
 
 KEY = "sk_test_psp_0123456789"
@@ -442,3 +444,32 @@ async def test_error_500_is_not_processed(psp: Psp) -> None:
     retry = await psp.create(key="op-500")
     assert retry.status_code == 200 and "idempotent-replayed" not in retry.headers
     assert (await psp.http.get("/_sim/faults")).json()["rules"][0]["remaining"] == 0
+
+
+async def test_lost_response_in_process_raises_after_committing(psp: Psp) -> None:
+    await psp.http.put("/_sim/faults", json={"rules": [
+        {"op": "authorize", "fault": "lost_response", "count": 1}]})
+    with pytest.raises(ResponseLost):
+        await psp.create(key="op-lost")
+    [intent] = await psp.search("operation_id", "op-lost")
+    retry = await psp.create(key="op-lost")
+    assert retry.headers["idempotent-replayed"] == "true"
+    assert retry.json()["id"] == intent["id"]
+
+
+async def test_a_key_whose_first_request_is_unfinished_answers_409(psp: Psp) -> None:
+    body = {"amount": 5000, "currency": "usd", "payment_method": "pm_card_visa"}
+    sim = psp.app.state.sim
+    store = sim.service.store
+    with store.transaction():  # as if a first request had claimed the key and not finished
+        store.claim_key(sim.scope, "op-busy",
+                        idempotency.fingerprint("POST", "/v1/payment_intents", body),
+                        psp.clock.now)
+    r = await psp.http.post("/v1/payment_intents", json=body,
+                            headers={"Idempotency-Key": "op-busy"})
+    assert r.status_code == 409
+    assert {k: r.json()["error"][k] for k in ("type", "code")} == {
+        "type": "idempotency_error", "code": "idempotency_key_in_use"}
+    other = await psp.http.post("/v1/payment_intents", json={**body, "amount": 1},
+                                headers={"Idempotency-Key": "op-busy"})
+    assert other.status_code == 400

@@ -1,0 +1,220 @@
+"""Drive authorizations against the payment provider simulator and print figures.
+
+    .venv/bin/python bench/psp.py --duration 15 --concurrency 64
+    .venv/bin/python bench/psp.py --webhooks          # also deliver every event
+    .venv/bin/python bench/psp.py --url http://127.0.0.1:8100 --api-key ...  # running one
+
+Starts ``onsale psp`` on a free port with a fresh data directory (unless --url),
+then keeps ``--concurrency`` keep-alive connections busy with
+``POST /v1/payment_intents`` (create + confirm, a fresh Idempotency-Key each;
+90 % pm_card_visa, 5 % declined, 5 % 3-D Secure). Prints authorizations/s,
+outcomes, p50/p95/p99 latency, and the simulator's own stats (the list of
+operation ids with more than one intent must be empty). With --webhooks a
+sink process receives and counts the webhook deliveries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+API_KEY = "sk_test_bench_0123456789"
+SINK = """
+import sys, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+async def hook(request):
+    try:
+        await request.body()
+    except Exception:  # the simulator stopped mid-delivery
+        pass
+    return Response(b"", 204)
+uvicorn.run(Starlette(routes=[Route("/hook", hook, methods=["POST"])]), host="127.0.0.1",
+            port=int(sys.argv[1]), log_level="warning", access_log=False)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection, one request at a time (sized bodies only)."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0 or self.waiter is None:
+            return
+        head = bytes(self.buf[:end])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        if len(self.buf) < end + 4 + length:
+            return
+        body = bytes(self.buf[end + 4:end + 4 + length])
+        del self.buf[:end + 4 + length]
+        waiter, self.waiter = self.waiter, None
+        waiter.set_result((int(head[9:12]), body))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("closed"))
+
+    async def request(self, method: str, path: str, host: str, body: bytes = b"",
+                      headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        assert self.transport is not None
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {host}",
+                 f"Authorization: Bearer {API_KEY}", f"Content-Length: {len(body)}",
+                 "Content-Type: application/json"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        return await self.waiter
+
+
+def card(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.05:
+        return "pm_card_chargeDeclined"
+    if roll < 0.10:
+        return "pm_card_threeDSecureRequired"
+    return "pm_card_visa"
+
+
+async def worker(conn: Connection, host: str, port: int, stop_at: float,
+                 latencies: list[float], outcomes: Counter[int], rng: random.Random) -> None:
+    while time.perf_counter() < stop_at:
+        operation = str(uuid.uuid4())
+        body = json.dumps({"amount": 12500, "currency": "usd", "payment_method": card(rng),
+                           "capture_method": "manual", "confirm": True,
+                           "metadata": {"order_id": str(uuid.uuid4()),
+                                        "operation_id": operation}}).encode()
+        started = time.perf_counter()
+        status, _ = await conn.request("POST", "/v1/payment_intents", f"{host}:{port}", body,
+                                       {"Idempotency-Key": operation})
+        latencies.append(time.perf_counter() - started)
+        outcomes[status] += 1
+
+
+async def get_json(host: str, port: int, path: str) -> Any:
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_connection(Connection, host, port)
+    _, body = await conn.request("GET", path, f"{host}:{port}")
+    assert conn.transport is not None
+    conn.transport.close()
+    return json.loads(body)
+
+
+async def drive(host: str, port: int, duration: float, concurrency: int) -> dict[str, Any]:
+    """One second of warm-up, then ``duration`` seconds measured, on the same connections."""
+    loop = asyncio.get_running_loop()
+    conns = [(await loop.create_connection(Connection, host, port))[1]
+             for _ in range(concurrency)]
+    latencies: list[float] = []
+    outcomes: Counter[int] = Counter()
+    rng = random.Random(7)
+    warm_until = time.perf_counter() + 1.0
+    await asyncio.gather(*(worker(c, host, port, warm_until, [], Counter(), rng)
+                           for c in conns))
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(c, host, port, started + duration, latencies, outcomes, rng)
+                           for c in conns))
+    elapsed = time.perf_counter() - started
+    for conn in conns:
+        assert conn.transport is not None
+        conn.transport.close()
+    cuts = statistics.quantiles(latencies, n=100)
+    return {"requests": len(latencies), "per_second": len(latencies) / elapsed,
+            "p50_ms": cuts[49] * 1000, "p95_ms": cuts[94] * 1000, "p99_ms": cuts[98] * 1000,
+            "max_ms": max(latencies) * 1000, "outcomes": dict(sorted(outcomes.items()))}
+
+
+def wait_ready(proc: subprocess.Popen[str], needle: str) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if needle in line:
+            return
+    raise SystemExit(f"the simulator did not start (exit {proc.wait()})")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=15.0)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--webhooks", action="store_true", help="deliver events to a sink process")
+    p.add_argument("--url", help="an already running simulator (its key in --api-key)")
+    p.add_argument("--api-key", default=API_KEY)
+    args = p.parse_args()
+    globals()["API_KEY"] = args.api_key
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        if args.url:
+            host, port = args.url.split("://", 1)[1].rstrip("/").split(":")
+            port_n = int(port)
+        else:
+            host, port_n = "127.0.0.1", free_port()
+            env = {**os.environ, "ONSALE_PSP_API_KEY": API_KEY}
+            if args.webhooks:
+                sink_port = free_port()
+                procs.append(subprocess.Popen([sys.executable, "-c", SINK, str(sink_port)],
+                                              text=True))
+                env["ONSALE_PSP_WEBHOOK_URL"] = f"http://127.0.0.1:{sink_port}/hook"
+                env["ONSALE_PSP_WEBHOOK_SECRET"] = "whsec_bench"
+            data_dir = tempfile.mkdtemp(prefix="onsale-bench-psp-")
+            onsale = str(Path(sys.executable).parent / "onsale")
+            server = subprocess.Popen([onsale, "psp", "--port", str(port_n), "--data-dir",
+                                       data_dir], env=env, stdout=subprocess.PIPE, text=True)
+            procs.append(server)
+            wait_ready(server, "serving on")
+        figures = asyncio.run(drive(host, port_n, args.duration, args.concurrency))
+        if args.webhooks:
+            time.sleep(2)  # let the queue drain before reading the stats
+        stats = asyncio.run(get_json(host, port_n, "/_sim/stats"))
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            proc.wait(30)
+    print(f"authorizations/s  {figures['per_second']:,.0f}  "
+          f"({figures['requests']:,} in {args.duration:.0f} s, "
+          f"{args.concurrency} connections, webhooks {'on' if args.webhooks else 'off'})")
+    print(f"latency ms        p50 {figures['p50_ms']:.1f}  p95 {figures['p95_ms']:.1f}  "
+          f"p99 {figures['p99_ms']:.1f}  max {figures['max_ms']:.1f}")
+    print(f"HTTP statuses     {figures['outcomes']}")
+    print(f"simulator stats   intents {stats['intents']:,}, by status "
+          f"{stats['intents_by_status']}, webhooks {stats['webhooks_by_state']}")
+    duplicates = stats["duplicate_operation_ids"]
+    print(f"operation ids with more than one intent: {len(duplicates)}")
+    return 1 if duplicates else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
