@@ -21,6 +21,7 @@ from core.problems import http_exception_handler
 from core.reconciler import run_reconciler
 from core.sweeper import run_sweeper
 from web.index import index_page
+from web.order_page import order_page
 
 ROLES = ("core", "worker")
 
@@ -76,6 +77,7 @@ def build_app(role: str, settings: Settings) -> Starlette:
     if role == "dev":
         core = build_core_app(settings, sweeper=True)
         core.router.routes.insert(0, Route("/", index_page, methods=["GET"]))
+        core.router.routes.insert(1, Route("/orders/{order_id}", order_page, methods=["GET"]))
         return core
     raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
 
