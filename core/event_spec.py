@@ -10,7 +10,27 @@ from core.layout import DEFAULT_TIERS
 from core.problems import Problem
 
 MAX_SEATS = 500_000
-MAX_PRICE_MINOR = 10**12
+# Prices are paid through a card provider: at least one minor unit (free
+# tickets are not sold through checkout), and at most what a provider
+# accepts for six seats (Stripe-like providers cap one charge at 99,999,999).
+MAX_PRICE_MINOR = 99_999_999 // 6
+QUEUE_POLICIES = ("fifo", "random", "passthrough")
+MAX_RATE = 1_000_000
+MAX_CAP = 10_000_000
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """The waiting room of an event (docs/edge.md). ``prequeue_at`` None: the
+    queue takes visitors as soon as the event exists. Rates are new shoppers
+    per minute; the controller moves between the two."""
+
+    policy: str = "fifo"
+    prequeue_at: datetime | None = None
+    admission_rate_min: int = 60
+    admission_rate_max: int = 6000
+    active_cap: int = 10_000
+    pow_difficulty: int = 0
 
 
 @dataclass(frozen=True)
@@ -25,6 +45,7 @@ class EventSpec:
     venue_name: str
     currency: str
     tiers: tuple[tuple[str, int], ...]
+    queue: QueueSpec = QueueSpec()
 
 
 def _bad(detail: str) -> Problem:
@@ -79,9 +100,9 @@ def parse_event_spec(
             if (not isinstance(tier, dict) or not isinstance(tier.get("name"), str)
                     or not 1 <= len(tier["name"].strip()) <= 50
                     or type(tier.get("price_minor")) is not int
-                    or not 0 <= tier["price_minor"] <= MAX_PRICE_MINOR):
+                    or not 1 <= tier["price_minor"] <= MAX_PRICE_MINOR):
                 raise _bad("each price tier is {name, price_minor} with a 1-50 character name"
-                           f" and 0 <= price_minor <= {MAX_PRICE_MINOR}.")
+                           f" and 1 <= price_minor <= {MAX_PRICE_MINOR}.")
             parsed.append((tier["name"].strip(), tier["price_minor"]))
         tiers = tuple(parsed)
     onsale_at = _time(body, "onsale_at", now)
@@ -97,4 +118,30 @@ def parse_event_spec(
         venue_name=venue.strip(),
         currency=currency.upper(),
         tiers=tiers,
+        queue=parse_queue_spec(body, QueueSpec(), onsale_at),
+    )
+
+
+def parse_queue_spec(body: dict[str, Any], current: QueueSpec, onsale_at: datetime) -> QueueSpec:
+    """The waiting-room fields of ``body`` over ``current`` (creation: the
+    defaults; an operator update: the event's settings)."""
+    policy = body.get("queue_policy", current.policy)
+    if policy not in QUEUE_POLICIES:
+        raise _bad(f"queue_policy must be one of {', '.join(QUEUE_POLICIES)}.")
+    prequeue_at = current.prequeue_at
+    if body.get("prequeue_at") is not None:
+        prequeue_at = _time(body, "prequeue_at", onsale_at)
+    if prequeue_at is not None and prequeue_at > onsale_at:
+        raise _bad("prequeue_at must not be after onsale_at.")
+    rate_min = _int(body, "admission_rate_min", current.admission_rate_min, 1, MAX_RATE)
+    rate_max = _int(body, "admission_rate_max", current.admission_rate_max, 1, MAX_RATE)
+    if rate_min > rate_max:
+        raise _bad("admission_rate_min must not exceed admission_rate_max.")
+    return QueueSpec(
+        policy=policy,
+        prequeue_at=prequeue_at,
+        admission_rate_min=rate_min,
+        admission_rate_max=rate_max,
+        active_cap=_int(body, "active_cap", current.active_cap, 1, MAX_CAP),
+        pow_difficulty=_int(body, "pow_difficulty", current.pow_difficulty, 0, 32),
     )

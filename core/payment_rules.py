@@ -110,6 +110,10 @@ def classify(kind: str, answer: ProviderAnswer) -> Outcome:
     error = _error(answer.body)
     if answer.status_code == 200:
         return from_intent(kind, intent) if intent else UNKNOWN
+    if not error.get("type"):
+        # A 4xx without the provider's error object (a proxy's or load
+        # balancer's page during a deploy) proves nothing about the payment.
+        return UNKNOWN
     if error.get("type") == "idempotency_error":
         return UNKNOWN  # our key met other parameters: look the operation up instead
     if kind == AUTHORIZE:
@@ -122,7 +126,8 @@ def classify(kind: str, answer: ProviderAnswer) -> Outcome:
             state = from_intent(CAPTURE, intent)
             return state if state.outcome != "UNKNOWN" else Outcome(
                 "CAPTURE_FAILED", intent.get("id"), str(error.get("code") or "capture_failed"))
-        if answer.status_code in (400, 402, 404):
+        if answer.status_code in (400, 402) or (
+                answer.status_code == 404 and error.get("code") == "resource_missing"):
             return Outcome("CAPTURE_FAILED", None, str(error.get("code") or "capture_failed"))
         return UNKNOWN
     if kind == VOID:
@@ -130,7 +135,7 @@ def classify(kind: str, answer: ProviderAnswer) -> Outcome:
             state = from_intent(VOID, intent)
             return state if state.outcome != "UNKNOWN" else Outcome(
                 "VOID_FAILED", intent.get("id"), str(error.get("code") or "void_failed"))
-        if answer.status_code == 404:
+        if answer.status_code == 404 and error.get("code") == "resource_missing":
             return Outcome("VOIDED", None, "no_such_intent")  # nothing left to void
         return UNKNOWN
     raise ValueError(f"unknown operation kind {kind!r}")

@@ -59,7 +59,10 @@ class Payments:
             f"{self.settings.public_url}/orders/{order_id}")
         crash_point(self.settings, "after_authorize_sent")
         result = await self.apply(operation_id, classify("AUTHORIZE", answer), "response")
-        await self.follow_up(result)
+        try:
+            await self.follow_up(result)
+        except Exception:  # the sale has committed; the reconciler finishes the capture
+            log.exception("follow-up %s failed; the reconciler will retry", result.get("follow_up"))
         return result
 
     async def follow_up(self, result: dict[str, Any], source: str = "response") -> None:

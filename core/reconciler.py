@@ -22,7 +22,8 @@ from core.payments import Payments
 from core.psp_client import search_hit
 
 log = logging.getLogger("onsale.reconciler")
-LEASE_SECONDS = 30
+LEASE_SECONDS = 60
+CONCURRENCY = 8
 
 
 async def _authorization(payments: Payments, op: Any) -> str:
@@ -67,21 +68,28 @@ async def reconcile_once(payments: Payments, batch: int = 100) -> dict[str, int]
     async with payments.db.connection() as conn:
         due = await conn.fetch(q["claim_due"], batch, LEASE_SECONDS)
     counts: dict[str, int] = {}
-    for op in due:
-        try:
-            if op["kind"] == AUTHORIZE:
-                action = await _authorization(payments, op)
-            else:
-                action = await _follow_up(payments, op)
-        except Exception:
-            log.exception("reconciling %s %s failed", op["kind"], op["operation_id"])
-            action = "error"
-        if action in ("wait", "error"):
-            async with payments.db.connection() as conn:
-                await conn.execute(q["recheck_later"], op["operation_id"],
-                                   payments.settings.payment_retry_seconds)
+    # A few at a time: a slow provider must not outlast the batch's lease
+    # (the work would be leased again elsewhere) nor be flooded.
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(op: Any) -> None:
+        async with gate:
+            try:
+                if op["kind"] == AUTHORIZE:
+                    action = await _authorization(payments, op)
+                else:
+                    action = await _follow_up(payments, op)
+            except Exception:
+                log.exception("reconciling %s %s failed", op["kind"], op["operation_id"])
+                action = "error"
+            if action in ("wait", "error"):
+                async with payments.db.connection() as conn:
+                    await conn.execute(q["recheck_later"], op["operation_id"],
+                                       payments.settings.payment_retry_seconds)
         payments.metrics.reconciled.labels(action=action).inc()
         counts[action] = counts.get(action, 0) + 1
+
+    await asyncio.gather(*(one(op) for op in due))
     return counts
 
 

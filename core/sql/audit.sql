@@ -1,4 +1,8 @@
 -- Each query returns the rows that violate one invariant (docs/invariants.md).
+-- They run in one repeatable-read snapshot (core/audit.py), taken at the first
+-- query; "now" is statement_timestamp(), never earlier than that snapshot,
+-- because now() is the transaction's start, before it: a hold expired and
+-- reclaimed in between would look like a live hold that lost its seats.
 
 -- name: one_valid_sale_per_seat
 SELECT oi.event_id, oi.seat_id, count(*) AS valid_sales, array_agg(o.order_id) AS orders
@@ -66,14 +70,14 @@ SELECT h.hold_id, h.event_id, h.status, s AS seat_id, si.hold_id AS seat_hold_id
 FROM holds h
 CROSS JOIN LATERAL unnest(h.seat_ids) AS s
 LEFT JOIN seat_inventory si ON si.event_id = h.event_id AND si.seat_id = s
-WHERE (h.status = 'PAYMENT_PENDING' OR (h.status = 'HELD' AND h.expires_at > now()))
+WHERE (h.status = 'PAYMENT_PENDING' OR (h.status = 'HELD' AND h.expires_at > statement_timestamp()))
   AND (si.hold_id IS DISTINCT FROM h.hold_id OR si.status IS DISTINCT FROM h.status);
 
 -- name: active_holds_within_account_limit
 SELECT h.event_id, h.account_id, sum(h.seat_count) AS owned, e.max_tickets_per_account
 FROM holds h JOIN events e ON e.event_id = h.event_id
 WHERE h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-   OR (h.status = 'HELD' AND h.expires_at > now())
+   OR (h.status = 'HELD' AND h.expires_at > statement_timestamp())
 GROUP BY h.event_id, h.account_id, e.max_tickets_per_account
 HAVING sum(h.seat_count) > e.max_tickets_per_account;
 
@@ -97,7 +101,7 @@ WHERE k.scope = 'checkout' AND NOT EXISTS (
 UNION ALL
 SELECT h.account_id, h.idempotency_key, NULL, h.hold_id, 'hold without its key record'
 FROM holds h
-WHERE h.created_at > now() - interval '23 hours'
+WHERE h.created_at > statement_timestamp() - interval '23 hours'
   AND NOT EXISTS (SELECT 1 FROM idempotency_keys k
                   WHERE k.account_id = h.account_id AND k.key = h.idempotency_key
                     AND k.resource_id = h.hold_id);

@@ -35,6 +35,9 @@ def declined(decline_code: str, code: str = "card_declined") -> dict[str, Any]:
     ProviderAnswer(401, {"error": {"type": "authentication_error"}}),
     ProviderAnswer(400, {"error": {"type": "idempotency_error", "code": "idempotency_key_in_use"}}),
     ProviderAnswer(200, {"object": "list"}),
+    ProviderAnswer(404, None),  # a proxy's page, not the provider's answer
+    ProviderAnswer(400, {"message": "bad gateway config"}),
+    ProviderAnswer(404, {"error": {"type": "invalid_request_error", "code": "url_invalid"}}),
 ])
 @pytest.mark.parametrize("kind", ["AUTHORIZE", "CAPTURE", "VOID"])
 def test_no_definitive_answer_is_unknown_never_failure(kind: str, answer: ProviderAnswer) -> None:
@@ -50,7 +53,8 @@ def test_authorize_outcomes() -> None:
     out = classify("AUTHORIZE", ProviderAnswer(402, declined("insufficient_funds")))
     assert (out.outcome, out.failure_code, out.provider_ref) == \
         ("DECLINED", "insufficient_funds", "pi_1")
-    out = classify("AUTHORIZE", ProviderAnswer(402, {"error": {"code": "expired_card"}}))
+    out = classify("AUTHORIZE", ProviderAnswer(402, {"error": {"type": "card_error",
+                                                                "code": "expired_card"}}))
     assert (out.outcome, out.failure_code) == ("DECLINED", "expired_card")
     out = classify("AUTHORIZE", ProviderAnswer(400, {"error": {
         "type": "invalid_request_error", "code": "parameter_invalid"}}))
@@ -59,23 +63,25 @@ def test_authorize_outcomes() -> None:
 
 def test_capture_outcomes() -> None:
     assert classify("CAPTURE", ProviderAnswer(200, pi("succeeded"))).outcome == "CAPTURED"
-    lapsed = {"error": {"code": "payment_intent_unexpected_state",
+    lapsed = {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
                         "payment_intent": pi("canceled", cancellation_reason="automatic")}}
     out = classify("CAPTURE", ProviderAnswer(400, lapsed))
     assert (out.outcome, out.failure_code) == ("CAPTURE_FAILED", "automatic")
-    already = {"error": {"code": "payment_intent_unexpected_state",
+    already = {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
                          "payment_intent": pi("succeeded")}}
     assert classify("CAPTURE", ProviderAnswer(400, already)).outcome == "CAPTURED"
-    assert classify("CAPTURE", ProviderAnswer(404, {"error": {"code": "resource_missing"}})
-                    ).outcome == "CAPTURE_FAILED"
+    missing = {"error": {"type": "invalid_request_error", "code": "resource_missing"}}
+    assert classify("CAPTURE", ProviderAnswer(404, missing)).outcome == "CAPTURE_FAILED"
+    assert classify("VOID", ProviderAnswer(404, missing)).outcome == "VOIDED"
 
 
 def test_void_outcomes() -> None:
     assert classify("VOID", ProviderAnswer(200, pi("canceled"))).outcome == "VOIDED"
-    already = {"error": {"code": "payment_intent_unexpected_state",
+    already = {"error": {"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
                          "payment_intent": pi("canceled")}}
     assert classify("VOID", ProviderAnswer(400, already)).outcome == "VOIDED"
-    captured = {"error": {"code": "payment_intent_unexpected_state",
+    captured = {"error": {"type": "invalid_request_error",
+                          "code": "payment_intent_unexpected_state",
                           "payment_intent": pi("succeeded")}}
     assert classify("VOID", ProviderAnswer(400, captured)).outcome == "VOID_FAILED"
 
