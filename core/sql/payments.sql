@@ -28,6 +28,8 @@ SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_m
        h.grace_until,
        (SELECT p.next_action FROM payment_operations p
         WHERE p.order_id = o.order_id AND p.kind = 'AUTHORIZE' AND p.status = 'REQUIRES_ACTION'
+          AND NOT EXISTS (SELECT 1 FROM payment_operations v  -- abandoned: being voided
+                          WHERE v.parent_operation_id = p.operation_id AND v.kind = 'VOID')
         LIMIT 1) AS next_action,
        (SELECT coalesce(jsonb_agg(jsonb_build_object('ticket_id', t.ticket_id,
                                                      'seat_id', t.seat_id, 'code', t.code)
