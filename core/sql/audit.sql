@@ -46,6 +46,11 @@ WHERE prior_hold_id IS DISTINCT FROM hold_id
                                   ELSE 'HELD' END
    OR (reason IN ('expired', 'reclaimed')
        AND (prior_expires_at IS NULL OR prior_expires_at > released_at))
+   OR (reason = 'payment_failed' AND EXISTS (
+           -- released while an authorization of its order was still open
+           SELECT 1 FROM orders o JOIN payment_operations p ON p.order_id = o.order_id
+           WHERE o.hold_id = hold_releases.hold_id AND p.kind = 'AUTHORIZE'
+             AND p.status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION')))
    OR (reason = 'compensated' AND NOT EXISTS (
            SELECT 1 FROM payment_events pe JOIN orders o ON o.order_id = pe.order_id
            WHERE o.hold_id = hold_releases.hold_id AND pe.action = 'compensated'));
