@@ -7,6 +7,9 @@
 --     capture will ever be sent. They used to stay PAYMENT_PENDING.
 --   * A late authorization whose void had found nothing (the intent did not
 --     exist yet) reopens that void, so it is cancelled rather than left open.
+--   * UNKNOWN and CAPTURED answers change no seat, so they lock only the order
+--     and the operation (the tail of the lock ladder), not the account, the
+--     hold and its seats: the capture's bookkeeping costs less.
 -- Same signature and contract as 0006.
 
 CREATE OR REPLACE FUNCTION onsale_payment_apply(
@@ -31,11 +34,17 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'operation_not_found', DETAIL = '{}';
     END IF;
-    PERFORM pg_advisory_xact_lock(hashtextextended(v_op.account_id::text, v_op.event_id));
-    SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = v_op.hold_id FOR UPDATE;
-    PERFORM 1 FROM seat_inventory si
-    WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
-    ORDER BY si.seat_id FOR UPDATE;
+    IF p_outcome IN ('UNKNOWN', 'CAPTURED') THEN
+        -- Only the operation and the order's payment status change: no seat
+        -- moves, so only the tail of the lock ladder (order, operation) is taken.
+        SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = v_op.hold_id;
+    ELSE
+        PERFORM pg_advisory_xact_lock(hashtextextended(v_op.account_id::text, v_op.event_id));
+        SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = v_op.hold_id FOR UPDATE;
+        PERFORM 1 FROM seat_inventory si
+        WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
+        ORDER BY si.seat_id FOR UPDATE;
+    END IF;
     SELECT o.* INTO v_order FROM orders o WHERE o.order_id = v_op.order_id FOR UPDATE;
     SELECT p.* INTO v_op FROM payment_operations p WHERE p.operation_id = p_operation_id
     FOR UPDATE;
