@@ -116,8 +116,10 @@ def server_rss_mb(port: int) -> float | None:
 
 async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, list[str]]:
     c = Conn(host, port)
+    # Passthrough: every shopper is admitted as soon as it joins (the gate stays on).
     body = json.dumps({"name": f"bench {time.strftime('%H:%M:%S')}", "seats": args.seats,
-                       "hold_ttl_seconds": args.hold_ttl, "max_tickets_per_account": 100}).encode()
+                       "hold_ttl_seconds": args.hold_ttl, "max_tickets_per_account": 100,
+                       "queue_policy": "passthrough"}).encode()
     status, _, data = await c.request("POST", "/api/ops/events", body,
                                       {"Authorization": f"Bearer {args.admin_token}"})
     if status != 201:
@@ -131,7 +133,13 @@ async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, li
         status, headers, _ = await c.request("POST", "/api/accounts", cred)
         if status != 201:
             raise SystemExit(f"sign-up failed: {status}")
-        cookies.append(headers["set-cookie"].split(";", 1)[0])
+        session = headers["set-cookie"].split(";", 1)[0]
+        status, _, data = await c.request("POST", f"/api/events/{event_id}/queue", b"",
+                                          {"Cookie": session})
+        if status != 200:
+            raise SystemExit(f"joining the queue failed: {status} {data[:200]!r}")
+        token = json.loads(data)["admission_token"]
+        cookies.append(f"{session}; onsale_admission_{event_id}={token}")
     return event_id, cookies
 
 

@@ -19,6 +19,7 @@ from core import accounts, checkout, events, holds, webhooks
 from core.background import start_background, stop_background
 from core.config import Settings
 from core.db import Database, create_pool
+from core.health import run_health_reporter
 from core.metrics import Metrics, metrics_endpoint
 from core.openapi import openapi_endpoint
 from core.payments import Payments
@@ -27,6 +28,9 @@ from core.psp_client import PspClient
 from core.reconciler import run_reconciler
 from core.sessions import SessionCodec
 from core.sweeper import run_sweeper
+from edge.gate import Gate
+from edge.queue_store import QueueStore, connect
+from edge.tokens import AdmissionCodec, admission_keys
 
 log = logging.getLogger("onsale.core")
 
@@ -81,6 +85,14 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
         app.state.payments = payments
         tasks: list[asyncio.Task[None]] = []
         redis: Redis | None = None
+        if settings.redis_url is not None:
+            # The gate's revocation check and the health reports for the admitter.
+            redis = connect(settings.redis_url)
+            app.state.gate.attach(QueueStore(redis))
+            tasks.append(asyncio.create_task(
+                run_health_reporter(app.state.db, redis, app.state.metrics),
+                name="onsale-core-health"))
+        app.state.gate.start()
         if sweeper:
             tasks.append(asyncio.create_task(
                 run_sweeper(pool, app.state.metrics, settings.sweep_interval, settings.sweep_batch)
@@ -88,8 +100,7 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
             if payments is not None:
                 tasks.append(asyncio.create_task(
                     run_reconciler(payments, settings.reconcile_interval)))
-            if settings.redis_url is not None:
-                redis = Redis.from_url(settings.redis_url)
+            if redis is not None:
                 tasks += await start_background(
                     pool, redis, app.state.metrics, stream_maxlen=settings.outbox_stream_maxlen,
                     retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
@@ -97,6 +108,7 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
             yield
         finally:
             await stop_background(tasks)
+            await app.state.gate.stop()
             if redis is not None:
                 await redis.aclose()
             if payments is not None:
@@ -119,4 +131,9 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
     app.state.sessions = SessionCodec(
         settings.secret_key, settings.session_max_age, settings.cookie_secure
     )
+    # Holds and checkout re-verify admission (docs/edge.md#the-gate). Without
+    # REDIS_URL the gate still checks signatures, then refuses: fail closed.
+    app.state.gate = Gate(AdmissionCodec(
+        admission_keys(settings.admission_keys, settings.secret_key),
+        settings.admission_ttl_seconds), None)
     return app

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from core.db import Database, queries
 from core.hold_store import problem_from_db
-from core.holds import hold_id_path
+from core.holds import hold_id_path, require_admission_for_hold
 from core.inputs import idempotency_key, json_object
 from core.payment_rules import mask_payment_method
 from core.payments import Payments, crash_point
@@ -88,6 +88,7 @@ async def post_checkout(request: Request) -> Response:
     hold_id = hold_id_path(request)
     key = idempotency_key(request)
     payment_method = normalize_payment_method(parse_payment_method(await json_object(request)))
+    await require_admission_for_hold(request, hold_id, account)  # the gate (docs/edge.md)
     payments: Payments | None = request.app.state.payments
     if payments is None:
         raise Problem(503, "payments_unavailable", detail="No payment provider is configured.")

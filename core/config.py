@@ -80,6 +80,17 @@ class Settings:
     reconcile_interval: float = 1.0
     public_url: str = "http://127.0.0.1:8000"
     crash_at: str | None = None
+    admission_keys: str = ""
+    admission_ttl_seconds: int = 600
+    queue_poll_seconds: int = 5
+    queue_abandon_seconds: int = 300
+    admission_claim_seconds: int = 120
+    shopper_idle_seconds: int = 600
+    admitter_interval: float = 0.25
+    join_limit_ip: int = 600
+    join_limit_account: int = 30
+    poll_limit_ip: int = 6000
+    poll_limit_account: int = 120
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
@@ -123,6 +134,7 @@ class Settings:
             cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
             session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
             **payment_settings(env),
+            **edge_settings(env),
         )
 
 
@@ -158,6 +170,32 @@ def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "reconcile_interval": _float(env, "ONSALE_RECONCILE_INTERVAL", 1.0),
         "public_url": public_url,
         "crash_at": crash_at,
+    }
+
+
+def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """The waiting room (docs/configuration.md#waiting-room, docs/edge.md)."""
+    keys = env.get("ONSALE_ADMISSION_KEYS", "")
+    for key in (k.strip() for k in keys.split(",")):
+        if key and len(key) < 16:
+            raise ConfigError("every ONSALE_ADMISSION_KEYS key must be at least 16 characters")
+    abandon = env_int(env, "ONSALE_QUEUE_ABANDON_SECONDS", 300, 10, 86400)
+    poll = env_int(env, "ONSALE_QUEUE_POLL_SECONDS", 5, 1, 60)
+    if poll * 2 > abandon:
+        raise ConfigError("ONSALE_QUEUE_POLL_SECONDS must be at most half of "
+                          "ONSALE_QUEUE_ABANDON_SECONDS (a polling visitor is never dropped)")
+    return {
+        "admission_keys": keys,
+        "admission_ttl_seconds": env_int(env, "ONSALE_ADMISSION_TTL_SECONDS", 600, 30, 86400),
+        "queue_poll_seconds": poll,
+        "queue_abandon_seconds": abandon,
+        "admission_claim_seconds": env_int(env, "ONSALE_ADMISSION_CLAIM_SECONDS", 120, 10, 3600),
+        "shopper_idle_seconds": env_int(env, "ONSALE_SHOPPER_IDLE_SECONDS", 600, 30, 86400),
+        "admitter_interval": _float(env, "ONSALE_ADMITTER_INTERVAL", 0.25),
+        "join_limit_ip": env_int(env, "ONSALE_JOIN_LIMIT_IP", 600, 1, 10**9),
+        "join_limit_account": env_int(env, "ONSALE_JOIN_LIMIT_ACCOUNT", 30, 1, 10**9),
+        "poll_limit_ip": env_int(env, "ONSALE_POLL_LIMIT_IP", 6000, 1, 10**9),
+        "poll_limit_account": env_int(env, "ONSALE_POLL_LIMIT_ACCOUNT", 120, 1, 10**9),
     }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from core.db import queries
 from core.event_spec import EventSpec
 from core.layout import generate, venue_document
+from edge.draw import commitment, new_seed
 
 log = logging.getLogger("onsale.events")
 
@@ -20,8 +21,12 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
         event_id: int = await conn.fetchval(
             q["insert_event"], spec.name, spec.venue_name, spec.starts_at, spec.onsale_at,
             spec.currency, spec.hold_ttl_seconds, spec.max_tickets_per_account,
-            spec.max_seats_per_hold, len(seats),
+            spec.max_seats_per_hold, len(seats), spec.queue.policy, spec.queue.prequeue_at,
+            spec.queue.admission_rate_min, spec.queue.admission_rate_max, spec.queue.active_cap,
+            spec.queue.pow_difficulty,
         )
+        if spec.queue.policy == "random":
+            await commit_draw_seed(conn, event_id)
         tiers = []
         for tier_id, (name, price) in enumerate(spec.tiers, start=1):
             await conn.execute(q["insert_tier"], event_id, tier_id, name, price)
@@ -46,3 +51,10 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
     except Exception as exc:  # logged, not fatal
         log.warning("ANALYZE after creating event %s failed: %s", event_id, exc)
     return event_id
+
+
+async def commit_draw_seed(conn: Any, event_id: int) -> None:
+    """Choose the seed of the event's random draw and publish its commitment
+    (once: an event keeps its first seed whatever its policy becomes)."""
+    seed = new_seed()
+    await conn.execute(queries("events")["insert_draw_secret"], event_id, seed, commitment(seed))

@@ -34,9 +34,27 @@ def event_json(row: Any) -> dict[str, Any]:
         "max_tickets_per_account": row["max_tickets_per_account"],
         "max_seats_per_hold": row["max_seats_per_hold"],
         "price_tiers": row["tiers"] or [],
+        "queue": queue_json(row),
         "links": {
             "venue": f"/api/events/{row['event_id']}/venue",
             "holds": f"/api/events/{row['event_id']}/holds",
+            "queue": f"/api/events/{row['event_id']}/queue",
+        },
+    }
+
+
+def queue_json(row: Any) -> dict[str, Any]:
+    """The published waiting-room policy (docs/edge.md): how places are given,
+    from when, and the random draw's commitment, then its revealed seed."""
+    return {
+        "policy": row["queue_policy"],
+        "prequeue_at": utc_iso(row["prequeue_at"]) if row["prequeue_at"] else None,
+        "pow_difficulty": row["pow_difficulty"],
+        "draw": None if row["draw_commitment"] is None else {
+            "commitment": row["draw_commitment"],
+            "seed": row["draw_seed"],
+            "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
+            "verify": f"/api/events/{row['event_id']}/queue/draw",
         },
     }
 

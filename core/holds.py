@@ -17,6 +17,7 @@ from core.inputs import idempotency_key, int_path, json_object
 from core.problems import Problem
 from core.sessions import current_account
 from core.timefmt import utc_iso
+from edge.gate import Gate
 
 
 def hold_id_path(request: Request) -> uuid.UUID:
@@ -31,6 +32,7 @@ async def post_hold(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
     key = idempotency_key(request)
     hold_request = parse_hold_request(await json_object(request))
+    await request.app.state.gate.check(request, event_id, account)  # before any core work
     digest = request_digest("POST /api/events/{event_id}/holds", str(event_id), hold_request)
     db: Database = request.app.state.db
     async with db.connection() as conn:
@@ -81,6 +83,21 @@ async def delete_hold(request: Request) -> Response:
             raise problem from exc
         row = await conn.fetchrow(q["get_hold"], hold_id, account)
     return JSONResponse(hold_json(row))
+
+
+async def require_admission_for_hold(request: Request, hold_id: uuid.UUID,
+                                     account: uuid.UUID) -> None:
+    """The gate for routes that name a hold, not an event (checkout): no token
+    at all is refused before core is touched; otherwise the token must be for
+    the hold's event (one indexed read finds it)."""
+    if not Gate.presented(request):
+        raise Problem(403, "admission_required")
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        event_id = await conn.fetchval(queries("holds")["hold_event"], hold_id, account)
+    if event_id is None:
+        raise Problem(404, "hold_not_found")
+    await request.app.state.gate.check(request, event_id, account)
 
 
 async def hold_resource(request: Request) -> Response:

@@ -29,6 +29,10 @@ _EVENT = {"name": "event_id", "in": "path", "required": True, "schema": {"type":
 _HOLD = {"name": "hold_id", "in": "path", "required": True,
          "schema": {"type": "string", "format": "uuid"}}
 _CREDS = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Credentials"}}}}
+# The gate on sales routes (docs/edge.md): an Admission-Token header or the
+# onsale_admission_{event_id} cookie.
+_GATE = _problem("admission_required", "admission_invalid", "admission_expired",
+                 "admission_wrong_event", "admission_wrong_account", "admission_revoked")
 
 PATHS: dict[str, dict[str, Any]] = {
     "/api/accounts": {"post": {
@@ -61,10 +65,11 @@ PATHS: dict[str, dict[str, Any]] = {
             "201": _json("Hold", "Held (or the original response, replayed)"),
             "400": _problem("invalid_seats", "idempotency_key_required", "invalid_json"),
             "401": _problem("authentication_required"),
+            "403": _GATE,
             "404": _problem("event_not_found"),
             "409": _problem("seats_unavailable", "ticket_limit_exceeded",
                             "idempotency_conflict", "sale_not_open"),
-            "503": _problem("inventory_unavailable")}}},
+            "503": _problem("inventory_unavailable", "admission_unavailable")}}},
     "/api/holds/{hold_id}": {
         "get": {"summary": "One of your holds", "parameters": [_HOLD],
                 "responses": {"200": _json("Hold"), "404": _problem("hold_not_found")}},
@@ -84,11 +89,13 @@ PATHS: dict[str, dict[str, Any]] = {
                             "invalid_json", "invalid_request"),
             "413": _problem("invalid_request"),
             "401": _problem("authentication_required"),
+            "403": _GATE,
             "404": _problem("hold_not_found"),
             "409": _problem("hold_expired", "hold_expiring", "hold_checked_out",
                             "checkout_in_progress", "price_changed", "ticket_limit_exceeded",
                             "idempotency_conflict"),
-            "503": _problem("payments_unavailable", "inventory_unavailable")}}},
+            "503": _problem("payments_unavailable", "inventory_unavailable",
+                            "admission_unavailable")}}},
     "/api/orders/{order_id}": {"get": {
         "summary": "One of your orders: status, payment status, seats, amount, tickets",
         "parameters": [{"name": "order_id", "in": "path", "required": True,
@@ -122,6 +129,13 @@ PATHS: dict[str, dict[str, Any]] = {
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }
 
+_QUEUE_SETTINGS: dict[str, Any] = {
+    "queue_policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
+    "prequeue_at": {"type": "string", "format": "date-time"},
+    "admission_rate_min": {"type": "integer", "description": "New shoppers per minute"},
+    "admission_rate_max": {"type": "integer"}, "active_cap": {"type": "integer"},
+    "pow_difficulty": {"type": "integer", "minimum": 0, "maximum": 32}}
+
 _SEAT = {"type": "object", "properties": {
     "seat_id": {"type": "integer"}, "section": {"type": "string"}, "row": {"type": "string"},
     "number": {"type": "integer"}, "tier": {"type": "string"},
@@ -143,7 +157,17 @@ SCHEMAS: dict[str, Any] = {
         "onsale_at": {"type": "string", "format": "date-time"}, "currency": {"type": "string"},
         "seat_count": {"type": "integer"}, "hold_ttl_seconds": {"type": "integer"},
         "max_tickets_per_account": {"type": "integer"}, "max_seats_per_hold": {"type": "integer"},
-        "price_tiers": {"type": "array", "items": {"type": "object"}}}},
+        "price_tiers": {"type": "array", "items": {"type": "object"}},
+        "queue": {"type": "object", "description": "The published waiting-room policy",
+                  "properties": {
+                      "policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
+                      "prequeue_at": {"type": ["string", "null"], "format": "date-time"},
+                      "pow_difficulty": {"type": "integer"},
+                      "draw": {"type": ["object", "null"], "properties": {
+                          "commitment": {"type": "string", "description": "sha256(seed), hex"},
+                          "seed": {"type": ["string", "null"],
+                                   "description": "Revealed by the draw"},
+                          "drawn_at": {"type": ["string", "null"], "format": "date-time"}}}}}}},
     "EventList": {"type": "object", "properties": {
         "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}},
     "EventSpec": {"type": "object", "required": ["name"], "properties": {
@@ -154,7 +178,8 @@ SCHEMAS: dict[str, Any] = {
         "starts_at": {"type": "string", "format": "date-time"},
         "venue_name": {"type": "string"}, "currency": {"type": "string"},
         "price_tiers": {"type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "price_minor": {"type": "integer"}}}}}},
+            "name": {"type": "string"}, "price_minor": {"type": "integer"}}}},
+        **_QUEUE_SETTINGS}},
     "Venue": {"type": "object", "properties": {
         "event_id": {"type": "integer"}, "seat_count": {"type": "integer"},
         "tiers": {"type": "array"}, "columns": {"type": "array"},
@@ -201,17 +226,30 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
-def document() -> dict[str, Any]:
+def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
+    """The document of what an app serves: core, the edge, or both (dev)."""
+    from edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
+
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {"Problem": SCHEMAS["Problem"]}
+    if "core" in parts:
+        paths.update(PATHS)
+        schemas.update(SCHEMAS)
+    if "edge" in parts:
+        paths.update(EDGE_PATHS)
+        schemas.update(EDGE_SCHEMAS)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "onsale core API", "version": "0.1.0"},
-        "paths": PATHS,
+        "info": {"title": "onsale API (" + " + ".join(parts) + ")", "version": "0.1.0"},
+        "paths": paths,
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": schemas,
             "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},
         },
     }
 
 
 async def openapi_endpoint(request: Request) -> Response:
-    return JSONResponse(document())
+    app = request.scope.get("app")
+    parts = getattr(app.state, "openapi_parts", ("core",)) if app is not None else ("core",)
+    return JSONResponse(document(parts))

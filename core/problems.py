@@ -39,6 +39,21 @@ TITLES: dict[str, str] = {
     "order_not_found": "No such order",
     "invalid_signature": "The webhook signature is missing, stale or wrong",
     "invalid_webhook": "The webhook payload is malformed",
+    "admission_required": "An admission token for this event is required; join the queue",
+    "admission_invalid": "The admission token is malformed or its signature is wrong",
+    "admission_expired": "The admission token or its shopping session has expired",
+    "admission_wrong_event": "The admission token is for another event",
+    "admission_wrong_account": "The admission token belongs to another account",
+    "admission_revoked": "This admission was revoked: the account entered on another device",
+    "admission_unavailable": "Admission cannot be verified right now; retry shortly",
+    "not_in_queue": "You are not in this event's queue; join it first",
+    "queue_not_open": "The queue for this event has not opened yet",
+    "queue_closed": "The queue for this event is closed",
+    "queue_unavailable": "The waiting room is temporarily unavailable; keep your place and retry",
+    "rate_limited": "Too many requests; retry after the Retry-After delay",
+    "pow_required": "Solve the proof-of-work challenge to join",
+    "pow_invalid": "The proof of work is wrong, expired or for another challenge",
+    "policy_frozen": "The queue policy cannot change once the sale is open",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",
@@ -82,6 +97,8 @@ class ProblemResponse(Response):
 async def problem_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Problem)
     headers = {"Retry-After": "1"} if exc.status == 503 else None
+    if "retry_after" in exc.extra:  # 429: the limiter says when
+        headers = {"Retry-After": str(exc.extra["retry_after"])}
     return ProblemResponse(exc, headers=headers)
 
 

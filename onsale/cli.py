@@ -204,11 +204,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onsale.compose import build_app
 
     try:
-        settings = Settings.from_env(require_secrets=args.role != "worker")
+        settings = Settings.from_env(require_secrets=args.role not in ("worker", "cdc"))
+        app = build_app(args.role, settings)  # the edge refuses to start without REDIS_URL
     except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
-    _serve(build_app(args.role, settings), args.host, args.port,
+    _serve(app, args.host, args.port,
            ready_message=f"onsale {args.role}: serving on http://{args.host}:{args.port}/")
     return 0
 
@@ -267,7 +268,7 @@ def parser() -> argparse.ArgumentParser:
     dev.set_defaults(func=cmd_dev)
 
     serve = sub.add_parser("serve", help="run one role against configured services")
-    serve.add_argument("--role", required=True, choices=["core", "worker"])
+    serve.add_argument("--role", required=True, choices=["core", "worker", "edge", "cdc"])
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)

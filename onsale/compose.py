@@ -20,10 +20,13 @@ from core.metrics import Metrics, metrics_endpoint
 from core.problems import http_exception_handler
 from core.reconciler import run_reconciler
 from core.sweeper import run_sweeper
+from edge.app import build_edge_app, mount_edge
+from seatmap.app import build_cdc_app
+from seatmap.config import SeatmapSettings
 from web.index import index_page
 from web.order_page import order_page
 
-ROLES = ("core", "worker")
+ROLES = ("core", "worker", "edge", "cdc")
 
 
 def build_worker_app(settings: Settings) -> Starlette:
@@ -69,16 +72,24 @@ def build_worker_app(settings: Settings) -> Starlette:
     return app
 
 
-def build_app(role: str, settings: Settings) -> Starlette:
+def build_app(role: str, settings: Settings, *,
+              seatmap: SeatmapSettings | None = None) -> Starlette:
+    """``seatmap``: the ONSALE_SEATMAP_* settings (read from the environment when None)."""
+    if role == "cdc":  # the seat-map change-capture consumer, or its standby
+        return build_cdc_app(settings, seatmap or SeatmapSettings.from_env())
     if role == "core":
         return build_core_app(settings, sweeper=False)
     if role == "worker":
         return build_worker_app(settings)
+    if role == "edge":  # the waiting room and the admitter (needs REDIS_URL)
+        return build_edge_app(settings, admitter=True)
     if role == "dev":
         core = build_core_app(settings, sweeper=True)
         core.router.routes.insert(0, Route("/", index_page, methods=["GET"]))
         core.router.routes.insert(1, Route("/orders/{order_id}", order_page, methods=["GET"]))
-        return core
+        if settings.redis_url is None:  # onsale dev always has one; without it no queue
+            return core
+        return mount_edge(core, settings, admitter=True)
     raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
 
 

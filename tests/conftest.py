@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import os
+import re
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from core.config import Settings
 from core.db import init_connection
 from core.migrate import migrate
 from core.sessions import COOKIE
+from edge.app import mount_edge
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -71,6 +75,16 @@ async def db_url(pg: EmbeddedPostgres, template_db: str) -> str:
     return await fresh_database(pg, template_db)
 
 
+@contextlib.asynccontextmanager
+async def asyncpg_connect(url: str) -> AsyncIterator[Any]:
+    c = await asyncpg.connect(url)
+    await init_connection(c)
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
 @pytest.fixture
 async def conn(db_url: str) -> AsyncIterator[Any]:
     c = await asyncpg.connect(db_url)
@@ -106,24 +120,104 @@ def make_settings(db_url: str, **overrides: Any) -> Settings:
     base: dict[str, Any] = dict(
         database_url=db_url, redis_url=None, secret_key=SECRET, admin_token=ADMIN_TOKEN,
         db_pool_min=1, db_pool_max=40, sweep_interval=0.2,
+        join_limit_ip=10**6, join_limit_account=10**6, poll_limit_ip=10**6,
+        poll_limit_account=10**6,
     )
     base.update(overrides)
     return Settings(**base)
 
 
+_HOLDS = re.compile(r"^/api/events/(\d+)/holds$")
+_CHECKOUT = re.compile(r"^/api/holds/([^/]+)/checkout$")
+
+
+class Admissions:
+    """Admission tokens per (account, event), each obtained by joining the
+    event's queue once (concurrent requests share that one join), and the
+    event of every hold seen (checkout routes name a hold, not an event)."""
+
+    def __init__(self, join: Callable[[uuid.UUID, int], Awaitable[httpx.Response]]) -> None:
+        self._join = join
+        self._tokens: dict[tuple[uuid.UUID, int], str] = {}
+        self._locks: dict[tuple[uuid.UUID, int], asyncio.Lock] = {}
+        self.hold_events: dict[str, int] = {}
+
+    async def token(self, account_id: uuid.UUID, event_id: int) -> str | None:
+        key = (account_id, event_id)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if key not in self._tokens:
+                r = await self._join(account_id, event_id)
+                token = r.json().get("admission_token") if r.status_code == 200 else None
+                if token is None:
+                    return None
+                self._tokens[key] = token
+        return self._tokens[key]
+
+
+class Admit(httpx.Auth):
+    """Test clients shop like a browser that went through the waiting room:
+    before the first hold or checkout of an event, the account joins the
+    event's queue (events made by the helpers are passthrough, so it is
+    admitted at once) and the admission token goes in the Admission-Token
+    header. The gate is never switched off: tests of the gate use clients
+    made with ``admit=False``."""
+
+    def __init__(self, admissions: Admissions, account: uuid.UUID) -> None:
+        self.admissions, self.account = admissions, account
+        self.last_event: int | None = None
+
+    async def async_auth_flow(
+            self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        holds = _HOLDS.match(request.url.path) if request.method == "POST" else None
+        checkout = _CHECKOUT.match(request.url.path) if request.method == "POST" else None
+        event_id = int(holds[1]) if holds else None
+        if checkout:
+            event_id = self.admissions.hold_events.get(checkout[1], self.last_event)
+        if event_id is not None and "admission-token" not in request.headers:
+            token = await self.admissions.token(self.account, event_id)
+            if token is not None:
+                request.headers["Admission-Token"] = token
+        response = yield request
+        if holds and response.status_code in (200, 201):
+            await response.aread()
+            self.admissions.hold_events[str(response.json()["hold_id"])] = int(holds[1])
+            self.last_event = int(holds[1])
+
+
 class Api:
-    """An in-process core app with helpers for accounts, events and holds."""
+    """An in-process core app (with the edge routes mounted) and helpers for
+    accounts, events, admission and holds."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.transport = httpx.ASGITransport(app=app)
+        self.admissions = Admissions(self.join)
 
-    def client(self, account_id: uuid.UUID | None = None) -> httpx.AsyncClient:
+    def client(self, account_id: uuid.UUID | None = None, *,
+               admit: bool = True) -> httpx.AsyncClient:
         cookies = {}
+        auth = None
         if account_id is not None:
             cookies[COOKIE] = self.app.state.sessions.encode(account_id)
+            if admit:
+                auth = Admit(self.admissions, account_id)
         return httpx.AsyncClient(transport=self.transport, base_url="http://test",
-                                 cookies=cookies)
+                                 cookies=cookies, auth=auth)
+
+    async def join(self, account_id: uuid.UUID, event_id: int,
+                   body: dict[str, Any] | None = None) -> httpx.Response:
+        async with self.client(account_id, admit=False) as c:
+            return await c.post(f"/api/events/{event_id}/queue", json=body)
+
+    async def admission_token(self, account_id: uuid.UUID, event_id: int) -> str | None:
+        """Join the queue once per (account, event); the token if admitted."""
+        return await self.admissions.token(account_id, event_id)
+
+    async def admit(self, account_id: uuid.UUID, event_id: int) -> dict[str, str]:
+        """Headers that carry an admission for this account and event."""
+        token = await self.admission_token(account_id, event_id)
+        assert token is not None, f"account {account_id} was not admitted to event {event_id}"
+        return {"Admission-Token": token}
 
     async def admin_post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         async with self.client() as c:
@@ -133,6 +227,7 @@ class Api:
     async def create_event(self, **body: Any) -> int:
         body.setdefault("name", "Test night")
         body.setdefault("seats", 200)
+        body.setdefault("queue_policy", "passthrough")  # admitted at once, gate still on
         r = await self.admin_post("/api/ops/events", body)
         assert r.status_code == 201, r.text
         return int(r.json()["event_id"])
@@ -147,9 +242,17 @@ class Api:
         return account_id
 
 
+def build_api_app(settings: Settings, *, admitter: bool = False, risk: Any = None) -> Any:
+    """Core with the edge routes mounted, as ``onsale dev`` serves them."""
+    extra = {"risk": risk} if risk is not None else {}
+    return mount_edge(build_core_app(settings, sweeper=False), settings, admitter=admitter,
+                      **extra)
+
+
 @pytest.fixture
-async def api(db_url: str) -> AsyncIterator[Api]:
-    app = build_core_app(make_settings(db_url), sweeper=False)
+async def api(db_url: str, valkey: EmbeddedValkey,
+              redis_client: redis.asyncio.Redis) -> AsyncIterator[Api]:
+    app = build_api_app(make_settings(db_url, redis_url=valkey.url))
     async with app.router.lifespan_context(app):
         yield Api(app)
 

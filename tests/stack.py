@@ -26,8 +26,8 @@ from core.db import Database, create_pool
 from core.metrics import Metrics
 from core.payments import Payments
 from core.sessions import COOKIE, SessionCodec
-from onsale.embedded import free_port
-from tests.conftest import ADMIN_TOKEN, SECRET, make_settings
+from onsale.embedded import EmbeddedValkey, free_port, start_valkey
+from tests.conftest import ADMIN_TOKEN, SECRET, Admissions, Admit, make_settings
 
 ONSALE = str(Path(sys.executable).parent / "onsale")
 PSP_KEY = "sk_test_onsale_0123456789abcdef"
@@ -79,9 +79,16 @@ class Process:
 
 class Stack:
     def __init__(self, db_url: str, data_dir: Path, *, grace_seconds: int = 600,
-                 auth_window_seconds: int = 3600) -> None:
+                 auth_window_seconds: int = 3600, redis_url: str | None = None) -> None:
         self.db_url = db_url
         self.data_dir = data_dir
+        # Core checks admissions against the waiting room's Redis; an edge
+        # process serves the queue the test clients join (tests/conftest.py Admit).
+        self.redis_url = redis_url
+        self.valkey: EmbeddedValkey | None = None
+        self.edge: Process | None = None
+        self.edge_url = f"http://127.0.0.1:{free_port()}"
+        self.admissions = Admissions(self.join)
         self.core_port = free_port()
         self.psp_port = free_port()
         self.core_url = f"http://127.0.0.1:{self.core_port}"
@@ -102,7 +109,8 @@ class Stack:
             "ONSALE_PAYMENT_GRACE_SECONDS": str(self.grace_seconds),
             "ONSALE_PAYMENT_FIRST_CHECK_SECONDS": "0", "ONSALE_PAYMENT_RETRY_SECONDS": "1",
             "ONSALE_RECONCILE_INTERVAL": "0.2", "ONSALE_PUBLIC_URL": self.core_url,
-            "ONSALE_DB_POOL_MAX": "10",
+            "ONSALE_DB_POOL_MAX": "10", "REDIS_URL": self.ensure_redis(),
+            "ONSALE_JOIN_LIMIT_IP": "1000000", "ONSALE_POLL_LIMIT_IP": "1000000",
         }
         env.pop("ONSALE_CRASH_AT", None)
         env.update(extra)
@@ -123,9 +131,29 @@ class Stack:
         """Core serving HTTP; role 'dev-like' background work runs in a worker."""
         if crash_at:
             extra["ONSALE_CRASH_AT"] = crash_at
+        if self.edge is None:
+            self.start_edge()
         self.core = Process([ONSALE, "serve", "--role", role, "--port", str(self.core_port)],
                             self.core_env(**extra), "serving on", "core")
         return self.core
+
+    def ensure_redis(self) -> str:
+        if self.redis_url is None:
+            self.valkey = start_valkey(self.data_dir / "valkey", persist=False)
+            self.redis_url = self.valkey.url
+        return self.redis_url
+
+    def start_edge(self) -> Process:
+        port = self.edge_url.rsplit(":", 1)[1]
+        self.edge = Process([ONSALE, "serve", "--role", "edge", "--port", port],
+                            self.core_env(), "serving on", "edge")
+        return self.edge
+
+    async def join(self, account_id: uuid.UUID, event_id: int) -> httpx.Response:
+        """Join the event's queue through the edge (passthrough events admit at once)."""
+        async with httpx.AsyncClient(base_url=self.edge_url, timeout=30,
+                                     cookies={COOKIE: self.sessions.encode(account_id)}) as c:
+            return await c.post(f"/api/events/{event_id}/queue")
 
     def start_worker(self, redis_url: str, *, crash_at: str | None = None) -> Process:
         """A worker: sweeper, reconciler, outbox relay and ticket consumer."""
@@ -137,15 +165,18 @@ class Stack:
         return self.worker
 
     def stop(self) -> None:
-        for proc in (self.worker, self.core, self.psp):
+        for proc in (self.worker, self.core, self.edge, self.psp):
             if proc is not None:
                 proc.stop()
                 if any("Traceback" in line for line in proc.output):
                     print(f"--- {proc.name} output ---\n" + "".join(proc.output[-200:]))
+        if self.valkey is not None:
+            self.valkey.stop()
 
     def client(self, account_id: uuid.UUID | None = None) -> httpx.AsyncClient:
         cookies = {COOKIE: self.sessions.encode(account_id)} if account_id else {}
-        return httpx.AsyncClient(base_url=self.core_url, cookies=cookies, timeout=30)
+        auth = Admit(self.admissions, account_id) if account_id else None
+        return httpx.AsyncClient(base_url=self.core_url, cookies=cookies, timeout=30, auth=auth)
 
     def psp_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.psp_url, timeout=30,

@@ -1,8 +1,20 @@
 -- name: insert_event
 INSERT INTO events (name, venue_name, starts_at, onsale_at, currency, hold_ttl_seconds,
-                    max_tickets_per_account, max_seats_per_hold, seat_count)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    max_tickets_per_account, max_seats_per_hold, seat_count,
+                    queue_policy, prequeue_at, admission_rate_min, admission_rate_max,
+                    active_cap, pow_difficulty)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 RETURNING event_id;
+
+-- name: insert_draw_secret
+-- A random draw's seed, kept out of every API until the draw; its hash is public.
+WITH secret AS (
+    INSERT INTO event_draw_secrets (event_id, seed) VALUES ($1, $2)
+    ON CONFLICT (event_id) DO NOTHING
+    RETURNING event_id
+)
+UPDATE events SET draw_commitment = $3
+WHERE event_id = $1 AND EXISTS (SELECT 1 FROM secret);
 
 -- name: insert_tier
 INSERT INTO price_tiers (event_id, tier_id, name, price_minor) VALUES ($1, $2, $3, $4);
@@ -18,6 +30,8 @@ INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, 
 -- All events ($1 NULL) or one event, with the current price of each tier.
 SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
        e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
+       e.queue_policy, e.prequeue_at, e.draw_commitment, e.draw_seed, e.drawn_at,
+       e.pow_difficulty,
        (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
                                             'price_minor', t.price_minor) ORDER BY t.tier_id)
         FROM price_tiers t

@@ -41,3 +41,7 @@ WITH closed AS (
 )
 INSERT INTO payment_events (order_id, action, detail)
 SELECT order_id, 'order_closed', '{"reason": "hold_ended"}' FROM closed;
+
+-- name: hold_event
+-- The event of one of this account's holds (the gate checks the token against it).
+SELECT event_id FROM holds WHERE hold_id = $1 AND account_id = $2;

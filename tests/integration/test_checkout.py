@@ -71,6 +71,7 @@ async def _no_faults(stack: Stack) -> AsyncIterator[None]:
 async def new_event(stack: Stack, **body: Any) -> int:
     body.setdefault("name", "Checkout night")
     body.setdefault("seats", 40)
+    body.setdefault("queue_policy", "passthrough")  # tests/stack.py admits on first use
     async with stack.client() as c:
         r = await c.post("/api/ops/events", json=body,
                          headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.conftest import Api, audit_clean, hold
+from onsale.embedded import EmbeddedValkey
+from tests.conftest import Api, asyncpg_connect, audit_clean, hold
 
 
 async def test_hold_then_read_then_release(api: Api, conn: Any) -> None:
@@ -66,7 +67,8 @@ async def test_error_codes(api: Api, conn: Any) -> None:
             (await hold(a, event_id, [1, 2, 3, 4, 5, 6, 7]), 400, "invalid_seats"),
             (await hold(a, event_id, [1, 999]), 400, "invalid_seats"),
             (await hold(a, event_id, ["1"]), 400, "invalid_seats"),  # type: ignore[list-item]
-            (await hold(a, 999999, [1]), 404, "event_not_found"),
+            # No such event, so no queue to join: the gate refuses before core looks.
+            (await hold(a, 999999, [1]), 403, "admission_required"),
             (await hold(a, event_id, [1, 2, 3, 4, 5]), 409, "ticket_limit_exceeded"),
         ]
         for response, status, code in cases:
@@ -152,16 +154,21 @@ async def test_best_available_reports_when_nothing_fits(api: Api, conn: Any) -> 
         assert bad.json()["code"] == "invalid_seats"
 
 
-async def test_database_down_is_503_never_a_guess(db_url: str) -> None:
-    from core.app import build_core_app
-    from tests.conftest import make_settings
+async def test_database_down_is_503_never_a_guess(
+        db_url: str, valkey: EmbeddedValkey, redis_client: Any) -> None:
+    from tests.conftest import build_api_app, make_settings
 
-    app = build_core_app(make_settings(db_url), sweeper=False)
+    app = build_api_app(make_settings(db_url, redis_url=valkey.url))
     async with app.router.lifespan_context(app):
         api = Api(app)
+        async with asyncpg_connect(db_url) as conn:
+            event_id = await api.create_event(seats=10)
+            account = await api.account(conn)
+        headers = await api.admit(account, event_id)  # admitted before the outage
         await app.state.db.pool.close()  # the database becomes unreachable
-        async with api.client(uuid.uuid4()) as c:
-            r = await hold(c, 1, [1])
+        async with api.client(account, admit=False) as c:
+            r = await c.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]},
+                             headers={**headers, "Idempotency-Key": "k"})
         assert r.status_code == 503
         assert r.json()["code"] == "inventory_unavailable"
         assert r.headers["retry-after"] == "1"

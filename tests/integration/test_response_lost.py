@@ -39,7 +39,8 @@ async def test_retry_after_lost_response_returns_the_same_hold(api: Api, conn: A
         transport=httpx.ASGITransport(app=lossy), base_url="http://test",
         cookies={COOKIE: api.app.state.sessions.encode(account)},
     )
-    request = dict(json={"seat_ids": [4, 5]}, headers={"Idempotency-Key": "lost-1"})
+    request = dict(json={"seat_ids": [4, 5]},
+                   headers={"Idempotency-Key": "lost-1", **await api.admit(account, event_id)})
     async with client:
         with pytest.raises(ConnectionResetError):
             await client.post(f"/api/events/{event_id}/holds", **request)

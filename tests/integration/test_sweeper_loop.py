@@ -6,11 +6,15 @@ import asyncio
 from typing import Any
 
 from core.app import build_core_app
+from edge.app import mount_edge
+from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, audit_clean, hold, make_settings
 
 
-async def test_running_sweeper_releases_and_reports(db_url: str, conn: Any) -> None:
-    app = build_core_app(make_settings(db_url, sweep_interval=0.1), sweeper=True)
+async def test_running_sweeper_releases_and_reports(
+        db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: Any) -> None:
+    settings = make_settings(db_url, sweep_interval=0.1, redis_url=valkey.url)
+    app = mount_edge(build_core_app(settings, sweeper=True), settings, admitter=False)
     async with app.router.lifespan_context(app):
         api = Api(app)
         event_id = await api.create_event(seats=10, hold_ttl_seconds=1)

@@ -1,0 +1,90 @@
+"""The edge tier as a Starlette app (role ``edge``) or mounted into another
+app (``onsale dev`` mounts it into core). Needs REDIS_URL and DATABASE_URL
+(the event settings live in Postgres; the edge only reads them, and the
+operator routes write the waiting-room columns)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.routing import Route
+
+from core.config import ConfigError, Settings
+from core.db import Database, create_pool
+from core.problems import Problem, http_exception_handler, problem_handler
+from core.sessions import SessionCodec
+from edge import ops, routes
+from edge.pow import RiskHook, no_risk
+from edge.queue_store import connect
+from edge.runtime import build_edge, start_edge, stop_edge
+
+Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
+
+
+def edge_routes() -> list[Route]:
+    return [*routes.routes, *ops.routes]
+
+
+def edge_lifespan(settings: Settings, *, admitter: bool, risk: RiskHook = no_risk,
+                  inner: Lifespan | None = None) -> Lifespan:
+    """Run ``inner`` (core's lifespan, when mounted) first, then the edge: it
+    reuses the app's database pool if there is one."""
+    if settings.redis_url is None:
+        raise ConfigError("the edge needs REDIS_URL (the waiting room lives in Redis)")
+    redis_url = settings.redis_url
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if inner is not None:
+                await stack.enter_async_context(inner(app))
+            db: Database | None = getattr(app.state, "db", None)
+            if db is None:
+                pool = await create_pool(settings)
+                stack.push_async_callback(pool.close)
+                db = Database(pool, settings.db_acquire_timeout)
+            redis = connect(redis_url)
+            stack.push_async_callback(redis.aclose)
+            edge = build_edge(settings, db, redis, risk=risk)
+            shared = getattr(app.state, "gate", None)
+            if shared is not None and shared.store is not None:
+                edge.gate = shared  # mounted in core: one revocation cache for both
+            app.state.edge = edge
+            start_edge(edge, admitter=admitter)
+            stack.push_async_callback(stop_edge, edge)
+            yield
+
+    return lifespan
+
+
+def build_edge_app(settings: Settings, *, admitter: bool = True,
+                   risk: RiskHook = no_risk) -> Starlette:
+    from core.app import healthz, internal_error
+    from core.openapi import openapi_endpoint
+
+    app = Starlette(
+        routes=[*edge_routes(), Route("/healthz", healthz, methods=["GET"]),
+                Route("/openapi.json", openapi_endpoint, methods=["GET"])],
+        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler,
+                            Exception: internal_error},
+        lifespan=edge_lifespan(settings, admitter=admitter, risk=risk),
+    )
+    app.state.settings = settings
+    app.state.sessions = SessionCodec(settings.secret_key, settings.session_max_age,
+                                      settings.cookie_secure)
+    app.state.openapi_parts = ("edge",)
+    return app
+
+
+def mount_edge(app: Starlette, settings: Settings, *, admitter: bool = True,
+               risk: RiskHook = no_risk) -> Starlette:
+    """Serve the edge routes from ``app`` too, with its lifespan around core's."""
+    app.router.routes.extend(edge_routes())
+    app.router.lifespan_context = edge_lifespan(
+        settings, admitter=admitter, risk=risk, inner=app.router.lifespan_context)
+    app.state.openapi_parts = (*getattr(app.state, "openapi_parts", ("core",)), "edge")
+    return app

@@ -1,0 +1,83 @@
+"""The auditable random draw of a pre-queue (pure; also a command anyone can run).
+
+Before the sale opens the event publishes ``commitment = sha256(seed)`` (hex
+of the seed's ASCII bytes). When the sale opens, everyone in the pre-queue is
+ordered by ``HMAC-SHA256(key=seed, msg=participant_id)`` (hex, ascending;
+ties, which do not happen in practice, by the id itself) and given places 1..n
+in that order. After the draw the seed and the participant ids are published,
+so anyone can check the commitment and recompute the order:
+
+    python -m edge.draw draw.json          # the document GET .../queue/draw returns
+
+prints the order and exits 1 if the seed does not match its commitment or
+the recomputed order differs from the published one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def new_seed() -> str:
+    """256 random bits, hex."""
+    return secrets.token_hex(32)
+
+
+def commitment(seed: str) -> str:
+    return hashlib.sha256(seed.encode("ascii")).hexdigest()
+
+
+def verify_commitment(seed: str, published: str) -> bool:
+    return hmac.compare_digest(commitment(seed), published)
+
+
+def draw_key(seed: str, participant: str) -> str:
+    return hmac.new(seed.encode("ascii"), participant.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def draw_order(seed: str, participants: Iterable[str]) -> list[str]:
+    """The participants in drawn order (duplicates counted once)."""
+    return sorted(set(participants), key=lambda p: (draw_key(seed, p), p))
+
+
+def verify_document(doc: dict[str, object]) -> list[str]:
+    """Problems found in a published draw document (empty: it checks out)."""
+    problems: list[str] = []
+    seed, published = doc.get("seed"), doc.get("commitment")
+    participants, order = doc.get("participants"), doc.get("order")
+    if not isinstance(seed, str) or not isinstance(published, str):
+        return ["the seed is not revealed yet"]
+    if not verify_commitment(seed, published):
+        problems.append("sha256(seed) does not match the published commitment")
+    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
+        return [*problems, "participants must be a list of ids"]
+    recomputed = draw_order(seed, participants)
+    if order is not None and order != recomputed:
+        problems.append("the published order differs from the recomputed order")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m edge.draw DRAW_JSON_FILE (or - for stdin)", file=sys.stderr)
+        return 2
+    text = sys.stdin.read() if args[0] == "-" else Path(args[0]).read_text()
+    doc = json.loads(text)
+    problems = verify_document(doc)
+    if isinstance(doc.get("seed"), str) and isinstance(doc.get("participants"), list):
+        for place, participant in enumerate(draw_order(doc["seed"], doc["participants"]), 1):
+            print(place, participant)
+    for problem in problems:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The OpenAPI paths of the edge routes; ``core.openapi.document`` merges them
+into the document of any app that serves them (role edge, onsale dev)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.openapi import _EVENT, _QUEUE_SETTINGS, _json, _problem
+
+_ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
+_TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,
+           "schema": {"type": "string"},
+           "description": "The ticket from the join answer (browsers send the "
+                          "onsale_queue_{event_id} cookie instead)"}
+_OPS_ERRORS = {"401": _problem("admin_required"), "404": _problem("event_not_found"),
+               "503": _problem("queue_unavailable", "inventory_unavailable")}
+
+EDGE_PATHS: dict[str, dict[str, Any]] = {
+    "/api/events/{event_id}/queue": {
+        "post": {
+            "summary": "Join the event's queue (idempotent per account: every tab and device "
+                       "gets the same place); sets the ticket cookie",
+            "parameters": [_EVENT],
+            "requestBody": {"required": False, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/QueueJoin"}}}},
+            "responses": {
+                "200": _json("QueueStatus", "The place; admitted at once for passthrough"),
+                "400": _problem("invalid_json"),
+                "401": _problem("authentication_required"),
+                "403": _problem("pow_required", "pow_invalid"),
+                "404": _problem("event_not_found"),
+                "409": _problem("queue_not_open", "queue_closed"),
+                "429": _problem("rate_limited"),
+                "503": _problem("queue_unavailable", "inventory_unavailable")}},
+        "get": {
+            "summary": "Poll the place (no Redis round trip); the admission token once admitted",
+            "parameters": [_EVENT, _TICKET],
+            "responses": {
+                "200": _json("QueueStatus"),
+                "401": _problem("authentication_required"),
+                "404": _problem("not_in_queue", "event_not_found"),
+                "429": _problem("rate_limited"),
+                "503": _problem("queue_unavailable")}}},
+    "/api/events/{event_id}/queue/draw": {"get": {
+        "summary": "The random draw: commitment before the sale, seed and participants after",
+        "parameters": [_EVENT],
+        "responses": {"200": _json("QueueDraw"), "404": _problem("event_not_found")}}},
+    "/api/ops/events/{event_id}/queue": {
+        "get": {"summary": "Waiting-room settings, live figures and controller state (operator)",
+                "security": _ADMIN, "parameters": [_EVENT],
+                "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}},
+        "patch": {"summary": "Change the waiting-room settings (operator); the policy is "
+                             "frozen once the sale is open",
+                  "security": _ADMIN, "parameters": [_EVENT],
+                  "requestBody": {"content": {"application/json": {
+                      "schema": {"$ref": "#/components/schemas/QueueSettings"}}}},
+                  "responses": {"200": _json("QueueOps"),
+                                "400": _problem("invalid_request", "invalid_json"),
+                                "409": _problem("policy_frozen"), **_OPS_ERRORS}}},
+    "/api/ops/events/{event_id}/queue/pause": {"post": {
+        "summary": "Pause admission (queued visitors keep their places)",
+        "security": _ADMIN, "parameters": [_EVENT],
+        "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}}},
+    "/api/ops/events/{event_id}/queue/resume": {"post": {
+        "summary": "Resume admission", "security": _ADMIN, "parameters": [_EVENT],
+        "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}}},
+}
+
+EDGE_SCHEMAS: dict[str, Any] = {
+    "QueueJoin": {"type": "object", "properties": {
+        "pow": {"type": "object", "description": "Required when the answer was pow_required",
+                "properties": {"challenge": {"type": "string"},
+                               "solution": {"type": "string", "maxLength": 64}}}}},
+    "QueueStatus": {"type": "object", "required": ["state", "poll_after_seconds"],
+                    "properties": {
+        "event_id": {"type": "integer"},
+        "policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
+        "state": {"type": "string", "enum": ["prequeue", "waiting", "paused", "admitted",
+                                             "elsewhere", "expired"]},
+        "place": {"type": ["integer", "null"]},
+        "position": {"type": ["integer", "null"],
+                     "description": "At most this many ahead (left places are skipped)"},
+        "eta_seconds": {"type": ["integer", "null"]},
+        "poll_after_seconds": {"type": "integer"},
+        "onsale_at": {"type": "string", "format": "date-time"},
+        "ticket": {"type": ["string", "null"], "description": "Send back as Queue-Ticket"},
+        "admission_token": {"type": "string",
+                            "description": "Send as Admission-Token on sales routes"}}},
+    "QueueDraw": {"type": "object", "properties": {
+        "event_id": {"type": "integer"}, "commitment": {"type": ["string", "null"]},
+        "seed": {"type": ["string", "null"]},
+        "drawn_at": {"type": ["string", "null"], "format": "date-time"},
+        "participants": {"type": ["array", "null"], "items": {"type": "string"}},
+        "method": {"type": "string"}}},
+    "QueueSettings": {"type": "object", "properties": _QUEUE_SETTINGS},
+    "QueueOps": {"type": "object", "properties": {
+        "event_id": {"type": "integer"}, "settings": {"type": "object"},
+        "live": {"type": "object", "description": "queued, active, admitted_per_minute, "
+                                                  "abandoned, eta_seconds_for_last, ..."},
+        "controller": {"type": "object", "description": "state, rate_per_minute, reasons"}}},
+}

@@ -1,0 +1,131 @@
+"""Proof of work before joining (pure): hashcash over SHA-256.
+
+The edge issues a signed challenge bound to the event, the account, a
+difficulty and an expiry. The client finds any ``solution`` (a string of at
+most 64 characters) such that ``sha256(challenge + ":" + solution)`` starts
+with ``difficulty`` zero bits, and sends both back when joining. Verifying
+costs one hash; solving costs about ``2 ** difficulty`` hashes (20 bits: about
+a million, a second or two in a browser).
+
+Proof of work slows bulk joins by one machine; it does not prove a human.
+Which visitors must solve one is decided by the event's difficulty and by
+``RiskHook`` (docs/edge.md#abuse-controls).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadSignature, URLSafeSerializer
+
+SALT = "onsale.pow.v1"
+MAX_DIFFICULTY = 32
+MAX_SOLUTION = 64
+HIGH_RISK_MIN_DIFFICULTY = 18
+
+
+class PowVerdict(enum.Enum):
+    OK = "ok"
+    MISSING = "pow_required"
+    INVALID = "pow_invalid"
+
+
+@dataclass(frozen=True)
+class Challenge:
+    token: str
+    difficulty: int
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class RiskFacts:
+    """What the edge knows about a join request, for a bot-detection hook."""
+
+    event_id: int
+    account_id: uuid.UUID
+    ip: str
+    user_agent: str
+    headers: dict[str, str]
+
+
+# A bot-detection system plugs in here: return True for a visitor that must
+# solve a proof of work (at least HIGH_RISK_MIN_DIFFICULTY bits) to join even
+# when the event does not ask everyone for one. It runs on every join, inline:
+# keep it fast and never let it raise (an exception counts as high risk).
+RiskHook = Callable[[RiskFacts], bool]
+
+
+def no_risk(facts: RiskFacts) -> bool:
+    """The default hook: nobody is flagged."""
+    return False
+
+
+def required_difficulty(event_difficulty: int, high_risk: bool) -> int:
+    if high_risk:
+        return max(event_difficulty, HIGH_RISK_MIN_DIFFICULTY)
+    return event_difficulty
+
+
+def leading_zero_bits(digest: bytes) -> int:
+    bits = 0
+    for byte in digest:
+        if byte == 0:
+            bits += 8
+            continue
+        return bits + 8 - byte.bit_length()
+    return bits
+
+
+def work(challenge: str, solution: str) -> int:
+    return leading_zero_bits(hashlib.sha256(f"{challenge}:{solution}".encode()).digest())
+
+
+def solve(challenge: str, difficulty: int) -> str:
+    """A client's solver (tests, benches, and the reference for browsers)."""
+    n = 0
+    while work(challenge, format(n, "x")) < difficulty:
+        n += 1
+    return format(n, "x")
+
+
+class PowCodec:
+    def __init__(self, keys: Sequence[str], ttl_seconds: int = 300,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._s = URLSafeSerializer(list(reversed(keys)), salt=SALT,
+                                    signer_kwargs={"digest_method": hashlib.sha256})
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+
+    def issue(self, event_id: int, account_id: uuid.UUID, difficulty: int) -> Challenge:
+        expires = int(self._clock()) + self.ttl_seconds
+        token: str = self._s.dumps(
+            [event_id, account_id.hex, difficulty, secrets.token_hex(8), expires])
+        return Challenge(token, difficulty, expires)
+
+    def verify(self, proof: Any, event_id: int, account_id: uuid.UUID,
+               difficulty: int) -> PowVerdict:
+        """``proof`` is the join body's ``pow`` member: {challenge, solution}."""
+        if not isinstance(proof, dict):
+            return PowVerdict.MISSING
+        token, solution = proof.get("challenge"), proof.get("solution")
+        if (not isinstance(token, str) or not isinstance(solution, str)
+                or not 0 < len(solution) <= MAX_SOLUTION or len(token) > 512):
+            return PowVerdict.INVALID
+        try:
+            ev, account_hex, issued_difficulty, _nonce, expires = self._s.loads(token)
+        except (BadSignature, ValueError, TypeError):
+            return PowVerdict.INVALID
+        if (ev != event_id or account_hex != account_id.hex
+                or not isinstance(issued_difficulty, int) or issued_difficulty < difficulty
+                or not isinstance(expires, int) or expires <= self._clock()):
+            return PowVerdict.INVALID
+        if work(token, solution) < issued_difficulty:
+            return PowVerdict.INVALID
+        return PowVerdict.OK

@@ -1,0 +1,293 @@
+"""The visitor's routes: join the queue, poll it, and read a random draw.
+
+A poll reads only memory: the signed ticket (the place), the cached "now
+serving" figure and the cached event settings. Redis is touched once when a
+visitor is admitted (to claim its session), once after a random draw (to
+learn the drawn place), and when an admission token needs renewing.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core.db import queries
+from core.inputs import int_path, json_object
+from core.problems import Problem
+from core.sessions import current_account
+from core.timefmt import utc_iso
+from edge.admission import eta_seconds, poll_after, position
+from edge.caches import EventConfig, Status
+from edge.limits import RateLimiter, retry_after
+from edge.pow import PowVerdict, RiskFacts, required_difficulty
+from edge.runtime import Edge
+from edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
+
+TICKET_HEADER = "queue-ticket"
+PAUSED_STATES = ("paused", "unhealthy")
+
+
+def _edge(request: Request) -> Edge:
+    edge: Edge = request.app.state.edge
+    return edge
+
+
+def _limit(limiters: tuple[RateLimiter, ...], keys: tuple[str, ...]) -> None:
+    for limiter, key in zip(limiters, keys, strict=True):
+        wait = limiter.allow(key)
+        if wait > 0:
+            raise Problem(429, "rate_limited", retry_after=retry_after(wait))
+
+
+def client_ip(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+async def _config(edge: Edge, event_id: int) -> EventConfig:
+    config = await edge.configs.get(event_id)
+    if config is None:
+        raise Problem(404, "event_not_found")
+    return config
+
+
+async def _status(edge: Edge, event_id: int) -> Status:
+    status = edge.status.get(event_id)
+    if status is None:
+        try:
+            status = await edge.status.load(event_id)
+        except Exception as exc:
+            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+    return status
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class View:
+    """The answer to a join or a poll, and the cookies that go with it."""
+
+    def __init__(self, edge: Edge, config: EventConfig, ticket: Ticket,
+                 presented: Presented) -> None:
+        self.edge, self.config, self.ticket = edge, config, ticket
+        self.presented = presented
+        self.body: dict[str, Any] = {"event_id": config.event_id, "policy": config.policy}
+        self.admission: str | None = None
+        self.drop_ticket = False
+
+    def response(self) -> Response:
+        settings = self.edge.settings
+        unchanged = self.presented.token is not None and self.presented.ticket == self.ticket
+        if self.drop_ticket:
+            self.body["ticket"] = None
+        else:  # a poll echoes the ticket it was shown: no signing on the hot path
+            self.body["ticket"] = (self.presented.token if unchanged
+                                   else self.edge.tickets.issue(self.ticket))
+        response = JSONResponse(self.body, headers={"Cache-Control": "no-store"})
+        name = ticket_cookie(self.config.event_id)
+        if self.drop_ticket:
+            response.delete_cookie(name, path="/", httponly=True, samesite="lax",
+                                   secure=settings.cookie_secure)
+        elif not unchanged:
+            response.set_cookie(name, self.body["ticket"], max_age=7 * 86400, path="/",
+                                httponly=True, samesite="lax", secure=settings.cookie_secure)
+        if self.admission is not None:
+            response.set_cookie(admission_cookie(self.config.event_id), self.admission,
+                                max_age=settings.admission_ttl_seconds, path="/", httponly=True,
+                                samesite="lax", secure=settings.cookie_secure)
+        return response
+
+    def waiting(self, state: str, status: Status, place: int | None) -> None:
+        edge, config = self.edge, self.config
+        ahead = None if place is None else position(place, status.serving)
+        rate = status.measured or status.rate or float(config.rate_min)
+        eta = None if ahead is None else eta_seconds(ahead, rate)
+        if eta is not None and not config.sale_open():
+            eta += max(0, int(config.onsale_at - config.now()))
+        self.body.update(state=state, position=ahead, eta_seconds=eta,
+                         poll_after_seconds=poll_after(eta, edge.settings.queue_poll_seconds,
+                                                       edge.longest_poll),
+                         onsale_at=utc_iso_ts(config.onsale_at))
+
+    async def admit(self, request: Request, *, steal: bool) -> None:
+        """Admitted: the current admission token, renewed or claimed as needed."""
+        edge, config, ticket = self.edge, self.config, self.ticket
+        self.body.update(position=0, eta_seconds=0,
+                         poll_after_seconds=edge.settings.queue_poll_seconds)
+        token = edge.gate.token(request, config.event_id)
+        verdict, held = edge.admissions.check(token, config.event_id, ticket.account_id)
+        if (not steal and verdict is Verdict.VALID and held is not None
+                and edge.admissions.remaining(held) > edge.settings.admission_ttl_seconds / 2
+                and await _current(edge, config.event_id, ticket.account_id,
+                                   held.session_id) == held.session_id):
+            self.body.update(state="admitted", admission_token=token)
+            return
+        try:
+            claimed = await edge.store.claim(
+                config.event_id, ticket.account_id, ticket.device, _now_ms(),
+                edge.settings.shopper_idle_seconds * 1000,
+                passthrough=config.policy == "passthrough", steal=steal)
+        except Exception as exc:
+            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+        edge.gate.forget(config.event_id, ticket.account_id)
+        if claimed.kind == "gone":
+            self.drop_ticket = True
+            self.body.update(state="expired", position=None, eta_seconds=None)
+            return
+        if claimed.kind == "elsewhere":
+            self.body.update(state="elsewhere")
+            return
+        self.admission = edge.admissions.issue(config.event_id, ticket.account_id,
+                                               claimed.session_id)
+        self.body.update(state="admitted", admission_token=self.admission)
+
+
+async def _current(edge: Edge, event_id: int, account: uuid.UUID, sid: str) -> str | None:
+    try:
+        return await edge.gate.current_session(event_id, account, sid)
+    except Problem:
+        return None
+
+
+def utc_iso_ts(ts: float) -> str:
+    return utc_iso(datetime.fromtimestamp(ts, UTC))
+
+
+async def present(request: Request, edge: Edge, config: EventConfig, ticket: Ticket,
+                  presented: Presented, *, steal: bool) -> Response:
+    view = View(edge, config, ticket, presented)
+    if config.policy == "passthrough":
+        await view.admit(request, steal=steal)
+        return view.response()
+    status = await _status(edge, config.event_id)
+    if ticket.place == 0 and status.draw == "drawn":
+        try:
+            place = await edge.store.place_of(config.event_id, ticket.account_id)
+        except Exception as exc:
+            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+        if place is None:
+            view.drop_ticket = True
+            view.body.update(state="expired", position=None, eta_seconds=None,
+                             poll_after_seconds=edge.settings.queue_poll_seconds)
+            return view.response()
+        view.ticket = ticket = Ticket(ticket.event_id, ticket.account_id, place, ticket.device)
+    if ticket.place == 0 or not config.sale_open():
+        edge.seen.add(config.event_id, ticket.account_id, _now_ms())
+        view.waiting("prequeue", status, ticket.place or None)
+    elif ticket.place > status.serving:
+        edge.seen.add(config.event_id, ticket.account_id, _now_ms())
+        paused = status.paused or status.state in PAUSED_STATES or edge.status.stale()
+        view.waiting("paused" if paused else "waiting", status, ticket.place)
+    else:
+        await view.admit(request, steal=steal)
+    view.body["place"] = ticket.place or None
+    return view.response()
+
+
+@dataclass(frozen=True)
+class Presented:
+    """The ticket a request carried (header for API clients, else the cookie)."""
+
+    ticket: Ticket | None
+    token: str | None
+
+
+def read_ticket(request: Request, edge: Edge, event_id: int, account: uuid.UUID) -> Presented:
+    token = request.headers.get(TICKET_HEADER) or request.cookies.get(ticket_cookie(event_id))
+    ticket = edge.tickets.read(token, event_id, account)
+    return Presented(ticket, token if ticket is not None else None)
+
+
+async def join(request: Request) -> Response:
+    edge = _edge(request)
+    account = current_account(request)
+    event_id = int_path(request, "event_id", "event_not_found")
+    ip = client_ip(request)
+    _limit((edge.join_ip, edge.join_account), (ip, str(account)))
+    body = await json_object(request) if await request.body() else {}
+    config = await _config(edge, event_id)
+    if not config.queue_open():
+        raise Problem(409, "queue_not_open", prequeue_at=utc_iso_ts(config.prequeue_at or 0))
+    if config.now() >= config.starts_at:
+        raise Problem(409, "queue_closed")
+    presented = read_ticket(request, edge, event_id, account)
+    ticket = presented.ticket
+    if ticket is None:  # a new device (tabs share their cookie, so their device)
+        await require_work(request, edge, config, account, body)
+        ticket = Ticket(event_id, account, 0, secrets.token_urlsafe(9))
+    if config.policy != "passthrough":
+        try:
+            joined = await edge.store.join(event_id, account, config.policy, _now_ms())
+        except Exception as exc:
+            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+        ticket = Ticket(event_id, account, joined.place, ticket.device)
+    return await present(request, edge, config, ticket, presented, steal=True)
+
+
+async def require_work(request: Request, edge: Edge, config: EventConfig,
+                       account: uuid.UUID, body: dict[str, Any]) -> None:
+    facts = RiskFacts(config.event_id, account, client_ip(request),
+                      request.headers.get("user-agent", ""), dict(request.headers))
+    try:
+        risky = bool(edge.risk(facts))
+    except Exception:
+        risky = True  # a failing bot detector must not open the door
+    difficulty = required_difficulty(config.pow_difficulty, risky)
+    if difficulty == 0:
+        return
+    verdict = edge.pow.verify(body.get("pow"), config.event_id, account, difficulty)
+    if verdict is PowVerdict.OK:
+        return
+    challenge = edge.pow.issue(config.event_id, account, difficulty)
+    raise Problem(403, verdict.value, challenge=challenge.token, difficulty=difficulty,
+                  expires_at=utc_iso_ts(challenge.expires_at))
+
+
+async def poll(request: Request) -> Response:
+    edge = _edge(request)
+    account = current_account(request)
+    event_id = int_path(request, "event_id", "event_not_found")
+    _limit((edge.poll_ip, edge.poll_account), (client_ip(request), str(account)))
+    presented = read_ticket(request, edge, event_id, account)
+    if presented.ticket is None:
+        raise Problem(404, "not_in_queue")
+    config = edge.configs.cached(event_id) or await _config(edge, event_id)
+    return await present(request, edge, config, presented.ticket, presented, steal=False)
+
+
+async def queue(request: Request) -> Response:
+    return await (join(request) if request.method == "POST" else poll(request))
+
+
+async def draw(request: Request) -> Response:
+    """The published random draw: commitment, then seed and participants."""
+    edge = _edge(request)
+    event_id = int_path(request, "event_id", "event_not_found")
+    async with edge.db.connection() as conn:
+        row = await conn.fetchrow(queries("queue")["published_draw"], event_id)
+    if row is None:
+        raise Problem(404, "event_not_found")
+    participants = row["participants"]
+    return JSONResponse({
+        "event_id": event_id,
+        "commitment": row["draw_commitment"],
+        "seed": row["draw_seed"],
+        "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
+        "participants": None if participants is None else [str(p) for p in participants],
+        "method": "place i = i-th participant sorted by HMAC-SHA256(key=seed, msg=id), hex "
+                  "ascending; check sha256(seed) == commitment (python -m edge.draw)",
+    }, headers={"Cache-Control": "public, max-age=60" if row["draw_seed"] else "no-store"})
+
+
+routes = [
+    Route("/api/events/{event_id}/queue", queue, methods=["GET", "POST"]),
+    Route("/api/events/{event_id}/queue/draw", draw, methods=["GET"]),
+]

@@ -1,0 +1,94 @@
+"""One edge process's parts, built from settings (nothing at import time), and
+its background loops: the status and config refreshers, the batched "seen"
+writer, and optionally the admitter."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+
+from core.config import Settings
+from core.db import Database
+from edge.caches import EventConfigs, Marks, StatusCache, every
+from edge.gate import Gate
+from edge.limits import RateLimiter
+from edge.pow import PowCodec, RiskHook, no_risk
+from edge.queue_store import QueueStore
+from edge.tokens import AdmissionCodec, TicketCodec, admission_keys
+
+
+def _per_minute(limit: int) -> RateLimiter:
+    return RateLimiter(rate=limit / 60.0, burst=max(5.0, limit / 6.0))
+
+
+@dataclass
+class Edge:
+    settings: Settings
+    db: Database
+    redis: Redis
+    store: QueueStore
+    configs: EventConfigs
+    status: StatusCache
+    seen: Marks
+    tickets: TicketCodec
+    admissions: AdmissionCodec
+    gate: Gate
+    pow: PowCodec
+    risk: RiskHook = no_risk
+    join_ip: RateLimiter = field(default_factory=lambda: _per_minute(600))
+    join_account: RateLimiter = field(default_factory=lambda: _per_minute(30))
+    poll_ip: RateLimiter = field(default_factory=lambda: _per_minute(6000))
+    poll_account: RateLimiter = field(default_factory=lambda: _per_minute(120))
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    admitter: Any = None  # the Admitter running in this process, if any
+
+    @property
+    def longest_poll(self) -> int:
+        """Far-back visitors poll less often, but well within the abandon grace."""
+        return max(self.settings.queue_poll_seconds,
+                   min(60, self.settings.queue_abandon_seconds // 5))
+
+
+def build_edge(settings: Settings, db: Database, redis: Redis, *,
+               risk: RiskHook = no_risk) -> Edge:
+    keys = admission_keys(settings.admission_keys, settings.secret_key)
+    store = QueueStore(redis)
+    admissions = AdmissionCodec(keys, settings.admission_ttl_seconds)
+    return Edge(
+        settings=settings, db=db, redis=redis, store=store, configs=EventConfigs(db),
+        status=StatusCache(store), seen=Marks(store, "seen"), tickets=TicketCodec(keys),
+        admissions=admissions, gate=Gate(admissions, store), pow=PowCodec(keys),
+        risk=risk,
+        join_ip=_per_minute(settings.join_limit_ip),
+        join_account=_per_minute(settings.join_limit_account),
+        poll_ip=_per_minute(settings.poll_limit_ip),
+        poll_account=_per_minute(settings.poll_limit_account),
+    )
+
+
+def start_edge(edge: Edge, *, admitter: bool) -> None:
+    from edge.admitter import Admitter
+
+    edge.tasks += [
+        asyncio.create_task(every(0.25, edge.status.refresh, "status refresh"),
+                            name="onsale-edge-status"),
+        asyncio.create_task(every(1.0, edge.configs.refresh, "config refresh"),
+                            name="onsale-edge-configs"),
+        asyncio.create_task(every(2.0, edge.seen.flush, "seen flush"),
+                            name="onsale-edge-seen"),
+    ]
+    edge.gate.start()
+    if admitter:
+        edge.admitter = Admitter(edge)
+        edge.tasks.append(asyncio.create_task(edge.admitter.run(), name="onsale-admitter"))
+
+
+async def stop_edge(edge: Edge) -> None:
+    from core.background import stop_background
+
+    await stop_background(edge.tasks)
+    edge.tasks.clear()
+    await edge.gate.stop()

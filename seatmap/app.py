@@ -1,0 +1,141 @@
+"""The seat-map processes: the change-capture consumer (role ``cdc``) and the
+fan-out (role ``seatmap``: the snapshot route, the WebSocket, the hub); and
+``mount_seatmap`` to serve both from another app (``onsale dev``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from redis.asyncio import Redis
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core.background import stop_background
+from core.config import ConfigError, Settings
+from core.db import Database, create_pool
+from core.metrics import metrics_endpoint
+from core.openapi import openapi_endpoint
+from core.problems import Problem, http_exception_handler, problem_handler
+from seatmap.bus import Bus
+from seatmap.cdc import Consumer
+from seatmap.config import SeatmapSettings
+from seatmap.hub import Hub
+from seatmap.metrics import SeatmapMetrics
+from seatmap.routes import Gate, Seatmap, allow_all, seatmap_routes
+
+Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
+
+
+def require_redis(settings: Settings, role: str) -> str:
+    if not settings.redis_url:
+        raise ConfigError(f"REDIS_URL must be set for the {role} role (the seat-map streams)")
+    return settings.redis_url
+
+
+@contextlib.asynccontextmanager
+async def running_consumer(settings: Settings, seatmap: SeatmapSettings,
+                           metrics: SeatmapMetrics) -> AsyncIterator[Consumer]:
+    """The consumer as a background task for the duration of the block."""
+    redis = Redis.from_url(require_redis(settings, "cdc"))
+    consumer = Consumer(settings.database_url, redis, seatmap, metrics)
+    task = asyncio.create_task(consumer.run(), name="onsale-seatmap-cdc")
+    try:
+        yield consumer
+    finally:
+        await stop_background([task])
+        await redis.aclose()
+
+
+def build_cdc_app(settings: Settings, seatmap: SeatmapSettings) -> Starlette:
+    """One replication consumer (or a standby waiting for the lease), with
+    /metrics and /healthz (which reports whether this one is active)."""
+    require_redis(settings, "cdc")
+    metrics = SeatmapMetrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with running_consumer(settings, seatmap, metrics) as consumer:
+            app.state.consumer = consumer
+            yield
+
+    async def healthz(request: Request) -> Response:
+        consumer: Consumer = request.app.state.consumer
+        return JSONResponse({"status": "ok", "active": consumer.active})
+
+    app = Starlette(
+        routes=[Route("/metrics", metrics_endpoint), Route("/healthz", healthz)],
+        exception_handlers={HTTPException: http_exception_handler},
+        lifespan=lifespan,
+    )
+    app.state.metrics = metrics
+    return app
+
+
+def seatmap_lifespan(settings: Settings, seatmap: SeatmapSettings, metrics: SeatmapMetrics, *,
+                     gate: Gate = allow_all, consumer: bool = False,
+                     inner: Lifespan | None = None) -> Lifespan:
+    """The hub (and, with ``consumer``, the change capture) around ``inner``: the app's
+    own lifespan when mounted, whose database pool is then reused for the fallback."""
+    redis_url = require_redis(settings, "seatmap")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if inner is not None:
+                await stack.enter_async_context(inner(app))
+            db: Database | None = getattr(app.state, "db", None)
+            if db is None:  # the fallback reads rarely: a small pool, opened lazily
+                pool = await create_pool(dataclasses.replace(settings, db_pool_min=0,
+                                                             db_pool_max=2))
+                stack.push_async_callback(pool.close)
+                db = Database(pool, settings.db_acquire_timeout)
+            redis = Redis.from_url(redis_url)
+            stack.push_async_callback(redis.aclose)
+            hub = Hub(redis, seatmap, metrics)
+            hub.start()
+            stack.push_async_callback(hub.stop)
+            app.state.seatmap = Seatmap(seatmap, Bus(redis, seatmap.stream_maxlen), hub, db, gate)
+            if consumer:
+                app.state.seatmap_consumer = await stack.enter_async_context(
+                    running_consumer(settings, seatmap, metrics))
+            yield
+
+    return lifespan
+
+
+def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
+                      gate: Gate = allow_all) -> Starlette:
+    """Any number of these: each reads an event's stream once for all its sockets."""
+    metrics = SeatmapMetrics()
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "live": request.app.state.seatmap.hub.live})
+
+    app = Starlette(
+        routes=[*seatmap_routes(), Route("/metrics", metrics_endpoint),
+                Route("/healthz", healthz), Route("/openapi.json", openapi_endpoint)],
+        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler},
+        lifespan=seatmap_lifespan(settings, seatmap, metrics, gate=gate),
+    )
+    app.state.metrics = metrics
+    app.state.openapi_parts = ("seatmap",)
+    return app
+
+
+def mount_seatmap(app: Starlette, settings: Settings, seatmap: SeatmapSettings, *,
+                  gate: Gate = allow_all, consumer: bool = True) -> Starlette:
+    """Serve the seat map from ``app`` too (``onsale dev``), metrics in its registry."""
+    metrics = SeatmapMetrics(app.state.metrics.registry)
+    app.router.routes.extend(seatmap_routes())
+    app.router.lifespan_context = seatmap_lifespan(
+        settings, seatmap, metrics, gate=gate, consumer=consumer,
+        inner=app.router.lifespan_context)
+    app.state.openapi_parts = (*getattr(app.state, "openapi_parts", ("core",)), "seatmap")
+    return app

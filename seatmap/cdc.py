@@ -1,0 +1,249 @@
+"""The change-capture consumer: one pgoutput slot → the per-event Redis streams.
+
+One consumer per slot: a session advisory lock in PostgreSQL is the lease
+(a second consumer waits on it and takes over when the first one's session
+ends, kill -9 included). With the lease it restores the seat maps from Redis
+(or rebuilds them, seatmap/replication.py), then streams:
+
+1. read every message available (``read_message`` never blocks; the socket's
+   readability wakes the loop), feed the sequencer;
+2. publish the resulting entries to Redis (Lua: checked, atomic, fenced);
+3. only then confirm the position to the server (``send_feedback``).
+
+A crash between 2 and 3 replays those transactions; their commit LSNs are
+not above the versions in Redis, so nothing is published twice. Heartbeats
+(``pg_logical_emit_message``) keep a quiet slot moving and measure the lag;
+a keepalive with nothing pending is confirmed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+import asyncpg
+from redis.asyncio import Redis
+
+from core.outbox_relay import backoff
+from seatmap import replication
+from seatmap.bus import ALIVE, Bus, Fenced, Gap
+from seatmap.config import SeatmapSettings
+from seatmap.metrics import SeatmapMetrics
+from seatmap.pgoutput import decode
+from seatmap.queries import queries
+from seatmap.sequencer import Entry, Heartbeat, Rebuild, Sequencer
+from seatmap.snapshot import SeatMap
+
+log = logging.getLogger("onsale.seatmap.cdc")
+BATCH = 5000  # messages per publish at most
+
+
+class RebuildNeeded(Exception):
+    pass
+
+
+class Consumer:
+    def __init__(self, database_url: str, redis: Redis, settings: SeatmapSettings,
+                 metrics: SeatmapMetrics) -> None:
+        self.url = database_url
+        self.repl_url = settings.replication_url or database_url
+        self.settings = settings
+        self.metrics = metrics
+        self.bus = Bus(redis, settings.stream_maxlen)
+        self.redis = redis
+        self.instance = uuid.uuid4().hex[:8]
+        self.active = False
+        self.publishes = 0
+        self._rebuild: str | None = None
+
+    async def run(self) -> None:
+        """Forever: wait for the lease, stream; on any failure start over with backoff."""
+        failures = 0
+        retry = self.settings.lease_retry_ms / 1000
+        while True:
+            try:
+                await self.session()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except RebuildNeeded as exc:
+                self._rebuild = str(exc)
+                continue
+            except Exception as exc:
+                failures += 1
+                self.metrics.cdc_errors.inc()
+                log.warning("seat-map consumer stopped (%d in a row): %r", failures, exc)
+            finally:
+                self.active = False
+                self.metrics.cdc_active.set(0)
+            await asyncio.sleep(backoff(failures, retry))
+
+    async def session(self) -> None:
+        lease = await asyncpg.connect(
+            self.url, server_settings={"application_name": "onsale-seatmap-lease"})
+        try:
+            q = queries("cdc")
+            while not await lease.fetchval(q["try_lease"], self.settings.slot):
+                await self._slot_metrics(lease)
+                await asyncio.sleep(self.settings.lease_retry_ms / 1000)
+            self.active = True
+            self.metrics.cdc_active.set(1)
+            log.info("seat-map consumer %s holds the lease of slot %s", self.instance,
+                     self.settings.slot)
+            await replication.ensure_publication(lease, self.settings)
+            repl = await asyncio.to_thread(replication.connect, self.repl_url)
+            try:
+                restored = await replication.restore(lease, self.bus, self.settings)
+                if self._rebuild is not None or isinstance(restored, str):
+                    reason = self._rebuild or str(restored)
+                    maps, generation = await replication.rebuild(
+                        lease, repl, self.bus, self.settings, self.metrics, reason)
+                    self._rebuild = None
+                else:
+                    maps, generation = restored
+                await asyncio.to_thread(replication.start, repl, self.settings)
+                await Stream(self, lease, repl, maps, generation).run()
+            finally:
+                repl.close()
+        finally:
+            await lease.close()
+
+    async def _slot_metrics(self, conn: Any) -> None:
+        slot = await replication.slot_row(conn, self.settings)
+        if slot is None:
+            self.metrics.set_wal_status("missing")
+            return
+        self.metrics.slot_lag_bytes.set(slot["lag_bytes"] or 0)
+        self.metrics.set_wal_status(slot["wal_status"] or "missing")
+
+
+class Stream:
+    """One streaming session: the loop of read, publish, confirm."""
+
+    def __init__(self, consumer: Consumer, lease: Any, repl: replication.Replication,
+                 maps: dict[int, SeatMap], generation: str) -> None:
+        self.c = consumer
+        self.lease = lease
+        self.cur = repl.cur
+        self.fd = repl.conn.fileno()
+        self.seq = Sequencer(maps)
+        self.generation = generation
+        self.confirmed = 0
+        self.beats = 0
+        self.outstanding: dict[int, float] = {}  # heartbeat number → time written
+        self.dirty: dict[int, int] = {}  # event → entries since its last snapshot
+
+    async def run(self) -> None:
+        s = self.c.settings
+        loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        loop.add_reader(self.fd, readable.set)
+        now = loop.time()
+        timers = {"beat": now, "snap": now + s.snapshot_interval_ms / 1000, "slot": now}
+        try:
+            while True:
+                readable.clear()
+                messages: list[Any] = []
+                while len(messages) < BATCH:
+                    msg = self.cur.read_message()
+                    if msg is None:
+                        break
+                    messages.append(msg)
+                if messages:
+                    await self._process(messages)
+                elif not self.seq.in_transaction and self.cur.wal_end > self.confirmed:
+                    # A keepalive: everything before wal_end was sent and handled.
+                    await self._confirm(self.cur.wal_end, [], [])
+                await self._periodic(loop.time(), timers)
+                if not messages:
+                    wait = max(0.0, min(timers.values()) - loop.time())
+                    try:
+                        await asyncio.wait_for(readable.wait(), timeout=wait)
+                    except TimeoutError:
+                        pass
+        finally:
+            loop.remove_reader(self.fd)
+
+    async def _process(self, messages: list[Any]) -> None:
+        entries: list[Entry] = []
+        new_maps: list[SeatMap] = []
+        for msg in messages:
+            for out in self.seq.feed(decode(msg.payload)):
+                if isinstance(out, Entry):
+                    entries.append(out)
+                    self.dirty[out.event_id] = self.dirty.get(out.event_id, 0) + 1
+                    if out.kind == "reset":
+                        new_maps.append(self.seq.maps[out.event_id])
+                elif isinstance(out, Heartbeat):
+                    self._heartbeat_seen(out.content)
+                elif isinstance(out, Rebuild):
+                    raise RebuildNeeded(out.reason)
+        if not self.seq.in_transaction:
+            self.c.metrics.replayed.inc(self.seq.replayed)
+            self.seq.replayed = 0
+        if self.seq.position > self.confirmed or entries:
+            await self._confirm(self.seq.position, entries, new_maps)
+
+    async def _confirm(self, position: int, entries: list[Entry],
+                       new_maps: list[SeatMap]) -> None:
+        """Publish, then confirm: the slot moves only past what Redis acknowledged."""
+        m = self.c.metrics
+        try:
+            results = await self.c.bus.publish(self.generation, entries, position, new_maps)
+        except Gap as exc:
+            raise RebuildNeeded(str(exc)) from None
+        except Fenced:
+            log.error("seat-map consumer %s was fenced off by a newer generation",
+                      self.c.instance)
+            raise
+        published = results.count(1)
+        if published:
+            m.deltas_published.inc(published)
+            if self.seq.last_commit_us:
+                m.commit_to_publish.observe(max(0.0, time.time() - self.seq.last_commit_us / 1e6))
+        m.transactions.inc(self.seq.commits)
+        self.seq.commits = 0
+        self.c.publishes += 1
+        if self.c.settings.crash_after_publishes == self.c.publishes:
+            os.kill(os.getpid(), signal.SIGKILL)  # test hook: published, not confirmed
+        if position > self.confirmed:
+            # force: psycopg2 would otherwise wait for its status interval (10 s).
+            self.cur.send_feedback(write_lsn=position, flush_lsn=position, force=True)
+            self.confirmed = position
+
+    def _heartbeat_seen(self, content: bytes) -> None:
+        try:
+            beat = json.loads(content)
+        except ValueError:
+            return
+        if beat.get("c") == self.c.instance:
+            for n in [n for n in self.outstanding if n <= beat.get("n", -1)]:
+                del self.outstanding[n]
+
+    async def _periodic(self, now: float, timers: dict[str, float]) -> None:
+        s, m = self.c.settings, self.c.metrics
+        if now >= timers["beat"]:
+            timers["beat"] = now + s.heartbeat_interval_ms / 1000
+            self.beats += 1
+            self.outstanding[self.beats] = time.time()
+            await self.lease.fetchval(queries("cdc")["heartbeat"], json.dumps(
+                {"c": self.c.instance, "n": self.beats, "at": time.time()}))
+            await self.c.redis.set(ALIVE, self.c.instance, px=3 * s.heartbeat_interval_ms)
+            oldest = min(self.outstanding.values(), default=time.time())
+            m.slot_lag_seconds.set(max(0.0, time.time() - oldest))
+        half = max(1, s.stream_maxlen // 2)
+        if now >= timers["snap"] or any(n >= half for n in self.dirty.values()):
+            timers["snap"] = now + s.snapshot_interval_ms / 1000
+            for event_id in list(self.dirty):
+                await self.c.bus.write_snapshot(self.generation, self.seq.maps[event_id])
+                del self.dirty[event_id]
+                m.snapshots_written.inc()
+        if now >= timers["slot"]:
+            timers["slot"] = now + 1.0
+            await self.c._slot_metrics(self.lease)

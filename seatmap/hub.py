@@ -1,0 +1,301 @@
+"""Per-process fan-out: one Redis stream reader per event, one bounded queue per client.
+
+A ``Channel`` follows one event: it loads the snapshot and the entries after
+it from Redis, keeps the seat map at the last version it sent, and blocks on
+``XREAD`` for new entries. Entries are coalesced per tick (leading edge: the
+first entry after a quiet period goes out at once, then at most one frame per
+tick) into one frame, serialized once and queued to every client. A client
+whose queue is full is cut off: its queue is replaced by one ``reload``
+message and the socket is closed after it; it never holds the others back.
+A reset (a rebuild, or a gap) reloads the channel and tells every client to
+reload. Protocol: docs/seatmap-protocol.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+from collections import deque
+from typing import Any
+
+from redis.asyncio import Redis
+
+from seatmap.bus import ALIVE, Bus, stream_key
+from seatmap.config import SeatmapSettings
+from seatmap.metrics import SeatmapMetrics
+from seatmap.pgoutput import format_lsn
+from seatmap.sequencer import (
+    Entry,
+    coalesce,
+    control_frame,
+    delta_frame,
+    parse_stream_entry,
+    replay,
+)
+from seatmap.snapshot import SeatMap, encode_gzip
+
+log = logging.getLogger("onsale.seatmap.hub")
+Message = dict[str, Any]  # an ASGI websocket.send message, built once, shared by every client
+CLOSE_RELOAD = 4000  # close code after a reload message
+IDLE_CHANNEL_SECONDS = 60.0
+
+
+def text(frame: bytes) -> Message:
+    return {"type": "websocket.send", "text": frame.decode()}
+
+
+class Client:
+    """A socket's bounded queue. ``offer`` never waits; ``run`` sends in order."""
+
+    def __init__(self, send: Any, limit: int) -> None:
+        self.send = send
+        self.limit = limit
+        self.queue: deque[Message] = deque()
+        self.wake = asyncio.Event()
+        self.cut = False
+        self.gone = False
+
+    def offer(self, message: Message) -> bool:
+        if self.cut:
+            return True
+        if len(self.queue) >= self.limit:
+            return False
+        self.queue.append(message)
+        self.wake.set()
+        return True
+
+    def cut_off(self, reason: str) -> None:
+        """Drop what is queued: the next (and last) message is a reload, then a close."""
+        self.queue.clear()
+        self.queue.append(text(control_frame("reload", reason=reason)))
+        self.cut = True
+        self.wake.set()
+
+    def disconnected(self) -> None:
+        self.gone = True
+        self.queue.clear()
+        self.wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            while self.queue:
+                await self.send(self.queue.popleft())
+            if self.gone:
+                return
+            if self.cut:
+                await self.send({"type": "websocket.close", "code": CLOSE_RELOAD})
+                return
+
+
+class Channel:
+    def __init__(self, hub: Hub, event_id: int) -> None:
+        self.hub = hub
+        self.event_id = event_id
+        self.state = SeatMap(event_id)
+        self.ring: list[Entry] = []  # flushed entries, for resumes
+        self.ring_from: list[int] = []  # their ``frm``, for bisect
+        self.pending: list[Entry] = []
+        self.clients: set[Client] = set()
+        self.last_id = "0-0"
+        self.last_flush = 0.0
+        self.flush_at: asyncio.TimerHandle | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.snapshot: tuple[int, Message] | None = None
+        self.ready = asyncio.Event()
+        self.idle_since = asyncio.get_running_loop().time()
+
+    async def load(self) -> bool:
+        """The snapshot, the entries after it, and as many before it as chain up to it
+        (so a client that reconnects here with a recent ``since`` gets deltas)."""
+        loaded = await self.hub.bus.load(self.event_id, whole_stream=True)
+        if loaded is None:
+            return False
+        state, entries, self.last_id = loaded
+        replay(state, [e for e in entries if e.to > state.version])
+        ring: list[Entry] = []
+        expected = state.version
+        for entry in reversed(entries):
+            if entry.to > expected:
+                continue
+            if entry.kind != "delta" or entry.to != expected:
+                break
+            ring.append(entry)
+            expected = entry.frm or 0
+        ring.reverse()
+        self.state, self.ring, self.pending = state, ring, []
+        self.ring_from = [e.frm or 0 for e in ring]
+        self.snapshot = None
+        return True
+
+    async def read(self) -> None:
+        redis, key = self.hub.redis, stream_key(self.event_id)
+        failures = 0
+        while True:
+            try:
+                reply = await redis.xread({key: self.last_id}, count=5000, block=5000)
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                self.hub.metrics.stream_errors.inc()
+                log.warning("reading %s failed (%d in a row): %r", key, failures, exc)
+                await asyncio.sleep(min(5.0, 0.1 * 2 ** failures))
+                continue
+            reload = False
+            for _, items in reply or ():
+                for entry_id, fields in items:
+                    self.last_id = entry_id.decode()
+                    reload = not self.receive(parse_stream_entry(self.event_id, fields)) or reload
+            if reload:
+                await self.reload("rebuild")
+
+    def receive(self, entry: Entry) -> bool:
+        """Queue an entry for the next flush; False when the channel must reload."""
+        version = self.pending[-1].to if self.pending else self.state.version
+        if entry.to <= version:
+            return True  # already have it (a reload overlapping the stream)
+        if entry.kind != "delta" or entry.frm != version:
+            return False
+        self.pending.append(entry)
+        if self.flush_at is None:
+            loop = asyncio.get_running_loop()
+            delay = self.last_flush + self.hub.tick - loop.time()
+            self.flush_at = loop.call_later(max(0.0, delay), self.flush)
+        return True
+
+    def flush(self) -> None:
+        self.flush_at = None
+        if not self.pending:
+            return
+        entries, self.pending = self.pending, []
+        for entry in entries:
+            self.state.apply(entry.changes)
+            self.state.version = entry.to
+        self.ring += entries
+        self.ring_from += [e.frm or 0 for e in entries]
+        if len(self.ring) > 2 * self.hub.ring_size:
+            del self.ring[:-self.hub.ring_size], self.ring_from[:-self.hub.ring_size]
+        self.last_flush = asyncio.get_running_loop().time()
+        if self.clients:
+            self.broadcast(text(delta_frame(coalesce(entries))))
+            self.hub.metrics.frames.inc()
+
+    def broadcast(self, message: Message) -> None:
+        sent = 0
+        for client in list(self.clients):
+            if client.offer(message):
+                sent += 1
+            else:
+                self.drop(client, "overflow")
+                self.hub.metrics.overflows.inc()
+        self.hub.metrics.frames_sent.inc(sent)
+
+    def drop(self, client: Client, reason: str) -> None:
+        self.clients.discard(client)
+        client.cut_off(reason)
+
+    async def reload(self, reason: str) -> None:
+        """The stream was reset or has a gap: reload and send every client to reload."""
+        for client in list(self.clients):
+            self.drop(client, reason)
+        if self.flush_at is not None:
+            self.flush_at.cancel()
+            self.flush_at = None
+        if not await self.load():
+            log.warning("event %d has no seat map in Redis any more", self.event_id)
+
+    def join(self, client: Client, since: int | None) -> str:
+        """Bring a client up to the channel's version and subscribe it. No await inside:
+        no flush can slip between the catch-up and the subscription."""
+        version = self.state.version
+        how = "live"
+        if since != version:
+            i = bisect.bisect_left(self.ring_from, since) if since is not None else -1
+            if 0 <= i < len(self.ring) and self.ring_from[i] == since:
+                client.offer(text(delta_frame(coalesce(self.ring[i:]))))
+                how = "deltas"
+            else:
+                client.offer(self.snapshot_message())
+                how = "snapshot"
+        self.clients.add(client)
+        return how
+
+    def snapshot_message(self) -> Message:
+        """The seat map at the channel's version, gzip-compressed, cached per version."""
+        if self.snapshot is None or self.snapshot[0] != self.state.version:
+            body = encode_gzip(self.state)
+            self.snapshot = (self.state.version, {"type": "websocket.send", "bytes": body})
+        return self.snapshot[1]
+
+
+class Hub:
+    def __init__(self, redis: Redis, settings: SeatmapSettings, metrics: SeatmapMetrics) -> None:
+        self.redis: Any = redis
+        self.bus = Bus(redis, settings.stream_maxlen)
+        self.settings = settings
+        self.metrics = metrics
+        self.tick = settings.tick_ms / 1000
+        self.ring_size = settings.stream_maxlen
+        self.channels: dict[int, Channel] = {}
+        self.live = False
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    async def channel(self, event_id: int) -> Channel | None:
+        """The event's channel, loaded and reading; None when Redis has no seat map for it."""
+        channel = self.channels.get(event_id)
+        if channel is None:
+            channel = self.channels[event_id] = Channel(self, event_id)
+            try:
+                if not await channel.load():
+                    del self.channels[event_id]
+                    channel.ready.set()
+                    return None
+            except BaseException:
+                del self.channels[event_id]
+                channel.ready.set()
+                raise
+            channel.reader = asyncio.create_task(channel.read(), name=f"seatmap-{event_id}")
+            channel.ready.set()
+        await channel.ready.wait()
+        return channel if self.channels.get(event_id) is channel else None
+
+    def start(self) -> None:
+        self._heartbeat = asyncio.create_task(self.heartbeats(), name="seatmap-heartbeats")
+
+    async def stop(self) -> None:
+        tasks = [c.reader for c in self.channels.values() if c.reader is not None]
+        if self._heartbeat is not None:
+            tasks.append(self._heartbeat)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for channel in self.channels.values():
+            for client in list(channel.clients):
+                channel.drop(client, "shutdown")
+
+    async def heartbeats(self) -> None:
+        """Every few seconds, to every client: the version and whether changes flow
+        (a consumer is alive). Channels without clients for a minute are closed."""
+        while True:
+            try:
+                self.live = bool(await self.redis.exists(ALIVE))
+            except Exception:
+                self.live = False
+            now = asyncio.get_running_loop().time()
+            for event_id, channel in list(self.channels.items()):
+                if channel.clients:
+                    channel.idle_since = now
+                elif now - channel.idle_since > IDLE_CHANNEL_SECONDS and channel.reader:
+                    channel.reader.cancel()
+                    del self.channels[event_id]
+                    continue
+                channel.broadcast(text(control_frame(
+                    "heartbeat", version=format_lsn(channel.state.version), live=self.live)))
+            await asyncio.sleep(self.settings.client_heartbeat_s)

@@ -1,0 +1,77 @@
+"""Prometheus metrics of the seat map (docs/seatmap.md#metrics), in a given registry
+(the app's own, as core/metrics.py; ``onsale dev`` shares core's)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from core.metrics import LATENCY_BUCKETS
+
+WAL_STATUSES = ("reserved", "extended", "unreserved", "lost", "missing")
+
+
+class SeatmapMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = r = registry if registry is not None else CollectorRegistry()
+        # The change-capture consumer.
+        self.cdc_active = Gauge(
+            "onsale_seatmap_cdc_active",
+            "1 while this process holds the slot lease and streams; 0 on standby", registry=r)
+        self.slot_lag_bytes = Gauge(
+            "onsale_seatmap_slot_lag_bytes",
+            "WAL bytes between the server's insert position and the slot's confirmed flush",
+            registry=r)
+        self.slot_lag_seconds = Gauge(
+            "onsale_seatmap_slot_lag_seconds",
+            "Age of the oldest heartbeat written to the WAL and not yet seen on the slot",
+            registry=r)
+        self.slot_wal_status = Gauge(
+            "onsale_seatmap_slot_wal_status",
+            "1 for the slot's current wal_status (missing: no slot)", ["wal_status"], registry=r)
+        self.transactions = Counter(
+            "onsale_seatmap_transactions_total",
+            "Committed transactions decoded from the slot", registry=r)
+        self.deltas_published = Counter(
+            "onsale_seatmap_deltas_published_total",
+            "Entries written to the per-event Redis streams", registry=r)
+        self.replayed = Counter(
+            "onsale_seatmap_replayed_total",
+            "Per-event transactions skipped as already published (recognised by LSN)",
+            registry=r)
+        self.commit_to_publish = Histogram(
+            "onsale_seatmap_commit_to_publish_seconds",
+            "Commit time to the delta acknowledged by Redis", buckets=LATENCY_BUCKETS,
+            registry=r)
+        self.rebuilds = Counter(
+            "onsale_seatmap_rebuilds_total", "Full rebuilds of the seat maps, by reason",
+            ["reason"], registry=r)
+        self.cdc_errors = Counter(
+            "onsale_seatmap_cdc_errors_total", "Consumer sessions that ended in an error",
+            registry=r)
+        self.snapshots_written = Counter(
+            "onsale_seatmap_snapshots_written_total", "Snapshots written to Redis", registry=r)
+        # The WebSocket fan-out.
+        self.clients = Gauge(
+            "onsale_seatmap_clients", "Open seat-map WebSocket clients", registry=r)
+        self.frames = Counter(
+            "onsale_seatmap_frames_total",
+            "Delta frames built (one per event per tick, serialized once)", registry=r)
+        self.frames_sent = Counter(
+            "onsale_seatmap_frames_sent_total", "Frames queued to client sockets", registry=r)
+        self.overflows = Counter(
+            "onsale_seatmap_client_overflows_total",
+            "Clients cut off because their bounded queue overflowed", registry=r)
+        self.catch_ups = Counter(
+            "onsale_seatmap_resumes_total",
+            "WebSocket connects by how the client was brought up to date", ["how"],
+            registry=r)
+        self.stream_errors = Counter(
+            "onsale_seatmap_stream_errors_total", "Failed reads of a Redis stream by the hub",
+            registry=r)
+        self.fallback_snapshots = Counter(
+            "onsale_seatmap_fallback_snapshots_total",
+            "HTTP snapshots read from PostgreSQL because change capture was down", registry=r)
+
+    def set_wal_status(self, status: str) -> None:
+        for name in WAL_STATUSES:
+            self.slot_wal_status.labels(name).set(1 if name == status else 0)

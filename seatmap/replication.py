@@ -1,0 +1,144 @@
+"""The replication connection (psycopg2) and the slot's life: restore or rebuild.
+
+asyncpg cannot speak the streaming replication protocol (CopyBoth), so the
+slot is read through psycopg2's ``LogicalReplicationConnection`` (why, and
+the alternative, in docs/seatmap.md). Its blocking calls (connect, create
+the slot, start streaming) run in a thread; once streaming, ``read_message``
+never blocks and is driven from the event loop (seatmap/cdc.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from seatmap.bus import Bus
+from seatmap.config import SeatmapSettings
+from seatmap.metrics import SeatmapMetrics
+from seatmap.pgoutput import parse_lsn
+from seatmap.queries import queries
+from seatmap.snapshot import SeatMap, visible
+
+log = logging.getLogger("onsale.seatmap.cdc")
+_SNAPSHOT_NAME = re.compile(r"[0-9A-Fa-f-]+")
+
+
+@dataclass
+class Replication:
+    conn: Any
+    cur: Any
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # already gone
+            pass
+
+
+def connect(url: str) -> Replication:
+    """Blocking: a logical replication connection with UTC text timestamps."""
+    import psycopg2
+    import psycopg2.extras
+
+    conn = psycopg2.connect(url, connection_factory=psycopg2.extras.LogicalReplicationConnection,
+                            options="-c TimeZone=UTC -c DateStyle=ISO",
+                            application_name="onsale-seatmap-cdc")
+    return Replication(conn, conn.cursor())
+
+
+def start(repl: Replication, settings: SeatmapSettings) -> None:
+    """Blocking: stream from the slot's confirmed position."""
+    repl.cur.start_replication(
+        slot_name=settings.slot, decode=False,
+        options={"proto_version": "1", "publication_names": settings.publication,
+                 "messages": "true"})
+
+
+async def ensure_publication(conn: Any, settings: SeatmapSettings) -> None:
+    q = queries("cdc")
+    if not await conn.fetchval(q["publication_exists"], settings.publication):
+        await conn.execute(q["create_publication"].format(publication=settings.publication))
+        log.info("created publication %s", settings.publication)
+
+
+async def slot_row(conn: Any, settings: SeatmapSettings) -> Any:
+    return await conn.fetchrow(queries("cdc")["slot"], settings.slot)
+
+
+async def restore(conn: Any, bus: Bus, settings: SeatmapSettings
+                  ) -> tuple[dict[int, SeatMap], str] | str:
+    """The seat maps as published in Redis, if Redis and the slot agree; else why not."""
+    slot = await slot_row(conn, settings)
+    if slot is None:
+        return "no slot"
+    if slot["wal_status"] == "lost" or slot["invalidation_reason"]:
+        return f"slot invalidated ({slot['invalidation_reason'] or 'wal_status lost'})"
+    meta = await bus.meta()
+    if meta.get("slot") != settings.slot or not meta.get("generation"):
+        return "no seat maps in Redis"
+    if parse_lsn(slot["confirmed_flush_lsn"]) > int(meta.get("published", "0"), 16):
+        return "Redis lost published entries"
+    maps = {}
+    for event_id, version in (await bus.versions()).items():
+        seat_map = await bus.load_state(event_id)
+        if seat_map is None or seat_map.version != version:
+            return f"event {event_id} is incomplete in Redis"
+        maps[event_id] = seat_map
+    return maps, meta["generation"]
+
+
+async def _drop_slot(conn: Any, settings: SeatmapSettings) -> None:
+    """Drop the slot; a walsender still attached belongs to a consumer that lost the lease."""
+    for _ in range(50):
+        slot = await slot_row(conn, settings)
+        if slot is None:
+            return
+        if slot["active_pid"] is not None:
+            await conn.execute("SELECT pg_terminate_backend($1)", slot["active_pid"])
+            await asyncio.sleep(0.1)
+            continue
+        try:
+            await conn.execute(queries("cdc")["drop_slot"], settings.slot)
+            return
+        except Exception as exc:  # became active in between: try again
+            log.info("could not drop slot %s yet: %s", settings.slot, exc)
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"slot {settings.slot} stayed active")
+
+
+async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSettings,
+                  metrics: SeatmapMetrics, reason: str) -> tuple[dict[int, SeatMap], str]:
+    """A new slot and every seat map from the snapshot it exports, as a new generation.
+
+    The slot's exported snapshot holds exactly the transactions that commit
+    before its consistent point; decoding starts at that point, so nothing is
+    missed or applied twice. Every map gets version consistent_point - 1 (no
+    commit at or after the consistent point is in it), and every client is
+    told to reload."""
+    log.warning("rebuilding the seat maps: %s", reason)
+    metrics.rebuilds.labels(reason.split(" (")[0]).inc()
+    await _drop_slot(conn, settings)
+    await asyncio.to_thread(repl.cur.create_replication_slot, settings.slot,
+                            output_plugin="pgoutput")
+    _, consistent_point, snapshot_name, _ = await asyncio.to_thread(repl.cur.fetchone)
+    if not _SNAPSHOT_NAME.fullmatch(snapshot_name):
+        raise RuntimeError(f"unexpected snapshot name {snapshot_name!r}")
+    base = parse_lsn(consistent_point) - 1
+    maps: dict[int, SeatMap] = {}
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        await conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
+        for row in await conn.fetch(queries("cdc")["load_inventory"]):
+            event_id = row["event_id"]
+            seat_map = maps.get(event_id)
+            if seat_map is None:
+                seat_map = maps[event_id] = SeatMap(event_id, base)
+            seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
+    generation = uuid.uuid4().hex
+    await bus.reset_all(generation, settings.slot, maps, base)
+    log.warning("rebuilt %d seat maps at %s (generation %s)", len(maps), consistent_point,
+                generation)
+    return maps, generation

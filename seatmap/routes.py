@@ -1,0 +1,176 @@
+"""The seat-map endpoints: the HTTP snapshot and the WebSocket of deltas.
+
+``GET /api/events/{event_id}/seatmap`` serves the latest snapshot stored in
+Redis, gzip-compressed once by the consumer, with ``ETag`` = its version and
+``Cache-Control: max-age=1`` so a CDN absorbs reloads. While change capture
+is down (no live consumer) it reads the table instead, at most once per
+``ONSALE_SEATMAP_FALLBACK_MAX_AGE_S`` per process, and says so
+(``Seatmap-Source: database``, a longer max-age): clients poll it at that
+rate. ``WS /ws/events/{event_id}/seatmap?since=VERSION`` is documented in
+docs/seatmap-protocol.md.
+
+Both routes call ``app.state.seatmap.gate(connection, event_id)`` first: the
+admission gate plugs in there (compose.py); the default admits everyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from core.db import Database
+from core.inputs import accepts_gzip, etag_matches
+from core.problems import Problem, ProblemResponse
+from seatmap.bus import Bus
+from seatmap.config import SeatmapSettings
+from seatmap.hub import Client, Hub
+from seatmap.pgoutput import format_lsn, parse_lsn
+from seatmap.queries import queries
+from seatmap.sequencer import control_frame
+from seatmap.snapshot import SeatMap, encode, visible
+
+Gate = Callable[[HTTPConnection, int], Awaitable[None]]
+
+
+async def allow_all(connection: HTTPConnection, event_id: int) -> None:
+    """The default gate: everyone may see the seat map."""
+
+
+@dataclass
+class Seatmap:
+    """What the routes need, on ``app.state.seatmap``."""
+
+    settings: SeatmapSettings
+    bus: Bus
+    hub: Hub
+    db: Database | None
+    gate: Gate = allow_all
+    fallback: dict[int, tuple[float, str, bytes]] = field(default_factory=dict)
+    locks: dict[int, asyncio.Lock] = field(default_factory=dict)
+
+
+def _seatmap(connection: HTTPConnection) -> Seatmap:
+    found: Seatmap = connection.app.state.seatmap
+    return found
+
+
+async def get_seatmap(request: Request) -> Response:
+    event_id = _event_id(request)
+    sm = _seatmap(request)
+    await sm.gate(request, event_id)
+    blob = None
+    if sm.hub.live:
+        try:
+            blob = await sm.bus.snapshot_blob(event_id)
+        except Exception:  # Redis down: the database answers
+            blob = None
+    source, max_age = "stream", 1
+    if blob is None:
+        blob = await _from_database(sm, event_id)
+        source, max_age = "database", sm.settings.fallback_max_age_s
+    version, body = blob
+    gzipped = accepts_gzip(request.headers.get("accept-encoding", ""))
+    etag = f'"{version}-gzip"' if gzipped else f'"{version}"'
+    headers = {"ETag": etag, "Cache-Control": f"public, max-age={max_age}",
+               "Vary": "Accept-Encoding", "Seatmap-Version": version, "Seatmap-Source": source}
+    if etag_matches(request.headers.get("if-none-match", ""), etag):
+        return Response(status_code=304, headers=headers)
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+        return Response(body, media_type="application/json", headers=headers)
+    return Response(gzip.decompress(body), media_type="application/json", headers=headers)
+
+
+async def _from_database(sm: Seatmap, event_id: int) -> tuple[str, bytes]:
+    """The table itself, once per max-age per process (single flight)."""
+    async with sm.locks.setdefault(event_id, asyncio.Lock()):
+        cached = sm.fallback.get(event_id)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1], cached[2]
+        if sm.db is None:
+            raise Problem(503, "inventory_unavailable")
+        q = queries("cdc")
+        async with sm.db.connection() as conn, conn.transaction(
+                isolation="repeatable_read", readonly=True):
+            rows = await conn.fetch(q["event_inventory"], event_id)
+            lsn = parse_lsn(await conn.fetchval(q["current_lsn"]))
+        if not rows:
+            raise Problem(404, "event_not_found")
+        # The insert position after the read: no delta starts there, so a client
+        # that resumes from it gets a snapshot.
+        seat_map = SeatMap(event_id, lsn)
+        for row in rows:
+            seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
+        body = gzip.compress(encode(seat_map), compresslevel=6, mtime=0)
+        sm.hub.metrics.fallback_snapshots.inc()
+        ttl = sm.settings.fallback_max_age_s
+        sm.fallback[event_id] = (time.monotonic() + ttl, format_lsn(lsn), body)
+        return format_lsn(lsn), body
+
+
+def _event_id(connection: HTTPConnection) -> int:
+    try:
+        value = int(connection.path_params["event_id"])
+    except (TypeError, ValueError):
+        raise Problem(404, "event_not_found") from None
+    if not 0 < value < 2**63:
+        raise Problem(404, "event_not_found")
+    return value
+
+
+async def _watch(websocket: WebSocket, client: Client) -> None:
+    """Clients send nothing; this notices the close (or a dead socket) at once."""
+    try:
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass
+    finally:
+        client.disconnected()
+
+
+async def seatmap_socket(websocket: WebSocket) -> None:
+    try:
+        event_id = _event_id(websocket)
+        sm = _seatmap(websocket)
+        await sm.gate(websocket, event_id)
+    except Problem as problem:
+        await websocket.send_denial_response(ProblemResponse(problem))
+        return
+    try:
+        since: int | None = parse_lsn(websocket.query_params.get("since", ""))
+    except ValueError:
+        since = None
+    channel = await sm.hub.channel(event_id)
+    await websocket.accept()
+    if channel is None:  # no seat map in Redis: poll the HTTP snapshot instead
+        await websocket.send_text(control_frame("unavailable").decode())
+        await websocket.close(1013)
+        return
+    client = Client(websocket.send, sm.settings.client_queue)
+    how = channel.join(client, since)
+    sm.hub.metrics.catch_ups.labels(how).inc()
+    sm.hub.metrics.clients.inc()
+    watch = asyncio.create_task(_watch(websocket, client))
+    try:
+        await client.run()
+    except (WebSocketDisconnect, OSError, RuntimeError):
+        pass  # gone; the channel forgets it below
+    finally:
+        sm.hub.metrics.clients.dec()
+        channel.clients.discard(client)
+        watch.cancel()
+
+
+def seatmap_routes() -> list[Any]:
+    return [
+        Route("/api/events/{event_id}/seatmap", get_seatmap, methods=["GET"]),
+        WebSocketRoute("/ws/events/{event_id}/seatmap", seatmap_socket),
+    ]

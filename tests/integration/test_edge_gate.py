@@ -1,0 +1,168 @@
+"""The gate on sales routes: each bad admission is refused with its own code,
+in core itself (a request that bypassed the edge is refused too), and core
+without Redis fails closed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+import redis.asyncio
+
+from core.app import build_core_app
+from edge.tokens import AdmissionCodec, admission_keys
+from onsale.embedded import EmbeddedValkey
+from tests.conftest import SECRET, Api, make_settings
+from tests.integration.edge_support import (
+    Visitor,
+    admitter_for,
+    edge_api,
+    keys,
+    new_accounts,
+    refresh,
+    tick_until,
+)
+from tests.stack import eventually
+
+KEYS = admission_keys("", SECRET)
+
+
+async def hold_with(api: Api, account: uuid.UUID, event_id: int, token: str | None,
+                    seats: list[int]) -> httpx.Response:
+    headers = {"Idempotency-Key": uuid.uuid4().hex}
+    if token is not None:
+        headers["Admission-Token"] = token
+    async with api.client(account, admit=False) as c:
+        return await c.post(f"/api/events/{event_id}/holds", json={"seat_ids": seats},
+                            headers=headers)
+
+
+def refused(r: httpx.Response, code: str) -> None:
+    assert (r.status_code, r.json()["code"]) == (403, code), r.text
+    assert r.headers["content-type"] == "application/problem+json"
+
+
+async def test_forged_expired_foreign_and_revoked_tokens_are_refused_each_with_its_code(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    async with edge_api(db_url, valkey.url) as api:
+        event_a = await api.create_event(seats=20)
+        event_b = await api.create_event(seats=20)
+        alice, bob = await new_accounts(conn, 2)
+        phone = Visitor(api, alice, event_a)
+        await phone.join()
+        assert phone.state == "admitted" and phone.token is not None
+        sid = AdmissionCodec(KEYS, 600).decode(phone.token)[1].session_id  # type: ignore[union-attr]
+
+        refused(await hold_with(api, alice, event_a, None, [1]), "admission_required")
+        forged = AdmissionCodec(["an-attacker-key-0123456789"], 600).issue(event_a, alice, sid)
+        refused(await hold_with(api, alice, event_a, forged, [1]), "admission_invalid")
+        refused(await hold_with(api, alice, event_a, phone.token[:-3] + "abc", [1]),
+                "admission_invalid")
+        issued_long_ago = AdmissionCodec(KEYS, 600, clock=lambda: time.time() - 3600)
+        expired = issued_long_ago.issue(event_a, alice, sid)
+        refused(await hold_with(api, alice, event_a, expired, [1]), "admission_expired")
+        refused(await hold_with(api, bob, event_a, phone.token, [1]), "admission_wrong_account")
+        refused(await hold_with(api, alice, event_b, phone.token, [1]), "admission_wrong_event")
+
+        held = await hold_with(api, alice, event_a, phone.token, [1])
+        assert held.status_code == 201, held.text
+        # The same account enters on a laptop: the phone's session is revoked.
+        laptop = Visitor(api, alice, event_a)
+        await laptop.join()
+        assert laptop.token is not None and laptop.token != phone.token
+        # Revocation reaches every core process within the gate's cache time
+        # (about a second); seat 1 is held, so an attempt that passes writes nothing.
+        async def phone_refused() -> bool:
+            r = await hold_with(api, alice, event_a, phone.token, [1])
+            assert r.status_code in (403, 409), r.text
+            return r.status_code == 403
+        await eventually(phone_refused, within=10)
+        refused(await hold_with(api, alice, event_a, phone.token, [2]), "admission_revoked")
+        assert (await hold_with(api, alice, event_a, laptop.token, [2])).status_code == 201
+        # The phone polling learns it, without taking the session back.
+        assert (await phone.poll()).json()["state"] == "elsewhere"
+        assert (await hold_with(api, alice, event_a, laptop.token, [3])).status_code == 201
+        assert await redis_client.hget(keys(event_a).stats, "revoked") == b"1"
+
+        # Checkout names a hold: the token must be for that hold's event.
+        hold_id = held.json()["hold_id"]
+        async with api.client(alice, admit=False) as c:
+            no_token = await c.post(f"/api/holds/{hold_id}/checkout",
+                                    json={"payment_method": "4242424242424242"},
+                                    headers={"Idempotency-Key": "c1"})
+            other_event = await c.post(
+                f"/api/holds/{hold_id}/checkout", json={"payment_method": "4242424242424242"},
+                headers={"Idempotency-Key": "c2", "Admission-Token": (
+                    await api.admit(alice, event_b))["Admission-Token"]})
+            passed = await c.post(
+                f"/api/holds/{hold_id}/checkout", json={"payment_method": "4242424242424242"},
+                headers={"Idempotency-Key": "c3", "Admission-Token": laptop.token})
+        refused(no_token, "admission_required")
+        refused(other_event, "admission_wrong_event")
+        # Past the gate: this app has no payment provider.
+        assert (passed.status_code, passed.json()["code"]) == (503, "payments_unavailable")
+        # The cookie works as well as the header (browsers).
+        async with api.client(alice, admit=False) as c:
+            c.cookies.set(f"onsale_admission_{event_a}", laptop.token)
+            r = await c.post(f"/api/events/{event_a}/holds", json={"seat_ids": [4]},
+                             headers={"Idempotency-Key": "cookie"})
+        assert r.status_code == 201, r.text
+
+
+async def test_an_idle_session_ends_and_its_token_with_it(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await api.create_event(seats=10)
+        [alice] = await new_accounts(conn, 1)
+        shopper = Visitor(api, alice, event_id)
+        await shopper.join()
+        # Last request eleven minutes ago (idle timeout: ten).
+        old = int((await redis_client.time())[0] * 1000) - 660_000
+        await redis_client.zadd(keys(event_id).active, {str(alice): old})
+        admitter = admitter_for(api)
+
+        async def swept() -> bool:
+            return await redis_client.hget(keys(event_id).stats, "expired") == b"1"
+        await tick_until(admitter, swept)
+        api.app.state.gate.forget(event_id, alice)
+        refused(await hold_with(api, alice, event_id, shopper.token, [1]), "admission_expired")
+        await refresh(api)
+        again = await shopper.join()  # passthrough: entering again starts a new session
+        assert again.json()["state"] == "admitted"
+        assert (await hold_with(api, alice, event_id, shopper.token, [1])).status_code == 201
+
+
+async def test_core_without_redis_checks_signatures_then_fails_closed(
+        db_url: str, conn: Any) -> None:
+    app = build_core_app(make_settings(db_url), sweeper=False)  # REDIS_URL unset
+    async with app.router.lifespan_context(app):
+        api = Api(app)
+        event_id = await api.create_event(seats=10)
+        [alice] = await new_accounts(conn, 1)
+        good = AdmissionCodec(KEYS, 600).issue(event_id, alice, "s1")
+        refused(await hold_with(api, alice, event_id, None, [1]), "admission_required")
+        forged = AdmissionCodec(["an-attacker-key-0123456789"], 600).issue(event_id, alice, "s")
+        refused(await hold_with(api, alice, event_id, forged, [1]), "admission_invalid")
+        unverifiable = await hold_with(api, alice, event_id, good, [1])
+        assert (unverifiable.status_code, unverifiable.json()["code"]) == (
+            503, "admission_unavailable")
+        assert await conn.fetchval("SELECT count(*) FROM holds") == 0
+
+
+async def test_core_alone_refuses_a_request_that_bypassed_the_edge(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """A signed token whose session the waiting room never created (a leaked
+    key, or a replay after Redis lost it) is refused by core."""
+    app = build_core_app(make_settings(db_url, redis_url=valkey.url), sweeper=False)
+    async with app.router.lifespan_context(app):
+        api = Api(app)
+        event_id = await api.create_event(seats=10)
+        [alice] = await new_accounts(conn, 1)
+        minted = AdmissionCodec(KEYS, 600).issue(event_id, alice, "never-issued")
+        refused(await hold_with(api, alice, event_id, minted, [1]), "admission_expired")
+        refused(await hold_with(api, alice, event_id, None, [1]), "admission_required")

@@ -1,0 +1,65 @@
+"""The edge role and the dev app serve exactly what their OpenAPI documents say."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from core.config import ConfigError, Settings
+from core.openapi import document
+from core.problems import TITLES
+from edge.app import build_edge_app
+from onsale.compose import ROLES, build_app
+
+SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
+                    secret_key="unit-test-secret-0123456789",
+                    admin_token="unit-test-admin-0123456789")
+METHODS = {"get", "put", "post", "delete", "patch"}
+
+
+def served(app: Starlette) -> set[tuple[str, str]]:
+    return {(r.path_format, m.lower()) for r in app.routes if isinstance(r, Route)
+            for m in r.methods or () if m != "HEAD"}
+
+
+def documented(parts: tuple[str, ...]) -> set[tuple[str, str]]:
+    return {(path, m) for path, item in document(parts)["paths"].items()
+            for m in item if m in METHODS}
+
+
+def test_the_edge_role_serves_its_document() -> None:
+    app = build_edge_app(SETTINGS)
+    assert app.state.openapi_parts == ("edge",)
+    assert served(app) - {("/healthz", "get"), ("/openapi.json", "get")} == documented(
+        ("edge",))
+
+
+def test_the_dev_app_serves_core_and_edge() -> None:
+    app = build_app("dev", SETTINGS)
+    assert app.state.openapi_parts == ("core", "edge")
+    pages = {("/", "get"), ("/orders/{order_id}", "get")}
+    assert served(app) - pages == documented(("core", "edge"))
+
+
+def test_edge_is_a_role_and_needs_redis() -> None:
+    assert "edge" in ROLES
+    with pytest.raises(ConfigError):
+        build_app("edge", Settings(database_url="postgresql://unused/x", redis_url=None,
+                                   secret_key="s" * 20, admin_token="a" * 20))
+
+
+def test_every_documented_edge_problem_code_has_a_title() -> None:
+    for item in document(("edge",))["paths"].values():
+        for op in item.values():
+            for response in op["responses"].values():
+                if "application/problem+json" in response.get("content", {}):
+                    for code in response["description"].split("one of: ", 1)[1].split(", "):
+                        assert code in TITLES, code
+
+
+def test_the_edge_document_references_only_its_schemas() -> None:
+    doc = document(("edge",))
+    text = str(doc["paths"])
+    for name in doc["components"]["schemas"]:
+        assert name == "Problem" or f"schemas/{name}'" in text, name
