@@ -130,14 +130,19 @@ class View:
                                    held.session_id) == held.session_id):
             self.body.update(state="admitted", admission_token=token)
             return
+        # Passthrough admits on the spot, unless an operator paused the event
+        # (then only existing sessions resume).
+        open_door = config.policy == "passthrough" and not config.paused
         try:
             claimed = await edge.store.claim(
                 config.event_id, ticket.account_id, ticket.device, _now_ms(),
-                edge.settings.shopper_idle_seconds * 1000,
-                passthrough=config.policy == "passthrough", steal=steal)
+                edge.settings.shopper_idle_seconds * 1000, passthrough=open_door, steal=steal)
         except Exception as exc:
             raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
         edge.gate.forget(config.event_id, ticket.account_id)
+        if claimed.kind == "gone" and config.policy == "passthrough":
+            self.body.update(state="paused", position=None, eta_seconds=None)
+            return
         if claimed.kind == "gone":
             self.drop_ticket = True
             self.body.update(state="expired", position=None, eta_seconds=None)

@@ -179,3 +179,21 @@ async def test_the_policy_is_published_and_frozen_once_the_sale_opens(
             assert (bad.status_code, bad.json()["code"]) == (400, "invalid_request")
             assert (await c.patch(path, json={"nope": 1}, headers=admin)).status_code == 400
             assert (await c.get(path)).status_code == 401
+
+
+async def test_passthrough_admits_at_once_unless_an_operator_paused_it(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await api.create_event(queue_policy="passthrough")
+        early, late = (Visitor(api, a, event_id) for a in await new_accounts(conn, 2))
+        assert (await early.join()).json()["state"] == "admitted" and early.token
+        async with api.client() as c:
+            r = await c.post(f"/api/ops/events/{event_id}/queue/pause", headers=admin)
+            assert r.status_code == 200
+        assert (await late.join()).json()["state"] == "paused" and late.token is None
+        assert (await early.poll()).json()["state"] == "admitted"  # shoppers go on
+        async with api.client() as c:
+            await c.post(f"/api/ops/events/{event_id}/queue/resume", headers=admin)
+        assert (await late.join()).json()["state"] == "admitted"

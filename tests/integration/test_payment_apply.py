@@ -65,7 +65,7 @@ async def test_an_authorization_that_cannot_be_sold_frees_the_seats(api: Api, co
 
 async def test_a_late_authorization_reopens_a_void_that_found_nothing(
         api: Api, conn: Any) -> None:
-    event_id, begun = await begin(api, conn, [1])
+    _, begun = await begin(api, conn, [1])
     op = begun["operation_id"]
     void_id = await conn.fetchval("SELECT onsale_payment_abandon($1, NULL)", op)
     gone = await apply(conn, void_id, "VOIDED", None, "not_found")
