@@ -227,7 +227,7 @@ SCHEMAS: dict[str, Any] = {
 
 
 def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
-    """The document of what an app serves: core, the edge, or both (dev)."""
+    """The document of what an app serves: core, the edge, the seat map, or all (dev)."""
     from edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
 
     paths: dict[str, Any] = {}
@@ -238,6 +238,11 @@ def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
     if "edge" in parts:
         paths.update(EDGE_PATHS)
         schemas.update(EDGE_SCHEMAS)
+    if "seatmap" in parts:
+        from seatmap.openapi import SEATMAP_PATHS, SEATMAP_SCHEMAS
+
+        paths.update(SEATMAP_PATHS)
+        schemas.update(SEATMAP_SCHEMAS)
     return {
         "openapi": "3.1.0",
         "info": {"title": "onsale API (" + " + ".join(parts) + ")", "version": "0.1.0"},

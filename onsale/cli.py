@@ -136,8 +136,14 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
 
     from onsale.http_protocol import CorkedHttpToolsProtocol
 
+    # WebSockets (the seat map): the sans-I/O protocol, whose sends do not wait while the
+    # socket can take more; no per-message compression (each frame is serialized once for
+    # every client); pings find dead sockets.
+    ping = float(getattr(app.state, "ws_ping_interval", 20))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            http=CorkedHttpToolsProtocol,
+                            http=CorkedHttpToolsProtocol, ws="websockets-sansio",
+                            ws_per_message_deflate=False, ws_ping_interval=ping,
+                            ws_ping_timeout=ping,
                             access_log=False, lifespan="on", proxy_headers=False,
                             server_header=False, date_header=False)
     from onsale.compose import tune_gc
@@ -183,6 +189,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: admin token {settings.admin_token}")
         print(f"onsale dev: payment provider simulator {settings.psp_url}/ "
               "(test cards in docs/psp.md)")
+        print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "
+              f"ws://{args.host}:{args.port}/ws/events/{event_id}/seatmap "
+              "(docs/seatmap-protocol.md)")
         _serve(build_app("dev", settings), args.host, args.port,
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
     except (ConfigError, EmbeddedError) as exc:
@@ -204,7 +213,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onsale.compose import build_app
 
     try:
-        settings = Settings.from_env(require_secrets=args.role not in ("worker", "cdc"))
+        from onsale.compose import SECRETLESS_ROLES
+
+        settings = Settings.from_env(require_secrets=args.role not in SECRETLESS_ROLES)
         app = build_app(args.role, settings)  # the edge refuses to start without REDIS_URL
     except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
@@ -268,7 +279,8 @@ def parser() -> argparse.ArgumentParser:
     dev.set_defaults(func=cmd_dev)
 
     serve = sub.add_parser("serve", help="run one role against configured services")
-    serve.add_argument("--role", required=True, choices=["core", "worker", "edge", "cdc"])
+    serve.add_argument("--role", required=True,
+                       choices=["core", "worker", "edge", "cdc", "seatmap"])
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)

@@ -21,12 +21,20 @@ from core.problems import http_exception_handler
 from core.reconciler import run_reconciler
 from core.sweeper import run_sweeper
 from edge.app import build_edge_app, mount_edge
-from seatmap.app import build_cdc_app
+from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from seatmap.config import SeatmapSettings
+from seatmap.routes import Gate, allow_all
 from web.index import index_page
 from web.order_page import order_page
 
-ROLES = ("core", "worker", "edge", "cdc")
+ROLES = ("core", "worker", "edge", "cdc", "seatmap")
+SECRETLESS_ROLES = ("worker", "cdc", "seatmap")  # they sign and verify nothing
+
+
+def seatmap_gate(settings: Settings) -> Gate:
+    """The check in front of the seat-map routes (snapshot and WebSocket): raise a
+    core.problems.Problem to refuse. Replace this to put the admission gate there."""
+    return allow_all
 
 
 def build_worker_app(settings: Settings) -> Starlette:
@@ -77,6 +85,9 @@ def build_app(role: str, settings: Settings, *,
     """``seatmap``: the ONSALE_SEATMAP_* settings (read from the environment when None)."""
     if role == "cdc":  # the seat-map change-capture consumer, or its standby
         return build_cdc_app(settings, seatmap or SeatmapSettings.from_env())
+    if role == "seatmap":  # the seat-map snapshot and WebSocket fan-out (needs REDIS_URL)
+        return build_seatmap_app(settings, seatmap or SeatmapSettings.from_env(),
+                                 gate=seatmap_gate(settings))
     if role == "core":
         return build_core_app(settings, sweeper=False)
     if role == "worker":
@@ -89,7 +100,10 @@ def build_app(role: str, settings: Settings, *,
         core.router.routes.insert(1, Route("/orders/{order_id}", order_page, methods=["GET"]))
         if settings.redis_url is None:  # onsale dev always has one; without it no queue
             return core
-        return mount_edge(core, settings, admitter=True)
+        mount_edge(core, settings, admitter=True)
+        # The seat map with its change capture in this process too.
+        return mount_seatmap(core, settings, seatmap or SeatmapSettings.from_env(),
+                             gate=seatmap_gate(settings), consumer=True)
     raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
 
 
@@ -113,4 +127,4 @@ def app_from_env() -> Starlette:
 
     tune_gc()
     role = os.environ.get("ONSALE_ROLE", "core")
-    return build_app(role, Settings.from_env(require_secrets=role != "worker"))
+    return build_app(role, Settings.from_env(require_secrets=role not in SECRETLESS_ROLES))

@@ -52,3 +52,12 @@ class CorkedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         corked = CorkedTransport(transport, asyncio.get_running_loop())
         super().connection_made(corked)  # type: ignore[arg-type]
+
+    def handle_websocket_upgrade(self) -> None:
+        """A WebSocket gets the real transport: it writes whole frames, often one to
+        each of thousands of sockets in one loop turn (the seat map's fan-out)."""
+        corked = self.transport
+        if isinstance(corked, CorkedTransport):
+            corked.flush()
+            self.transport = corked._transport
+        super().handle_websocket_upgrade()

@@ -126,6 +126,7 @@ def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
     )
     app.state.metrics = metrics
     app.state.openapi_parts = ("seatmap",)
+    app.state.ws_ping_interval = seatmap.ping_interval_s
     return app
 
 
@@ -138,4 +139,5 @@ def mount_seatmap(app: Starlette, settings: Settings, seatmap: SeatmapSettings, 
         settings, seatmap, metrics, gate=gate, consumer=consumer,
         inner=app.router.lifespan_context)
     app.state.openapi_parts = (*getattr(app.state, "openapi_parts", ("core",)), "seatmap")
+    app.state.ws_ping_interval = seatmap.ping_interval_s
     return app

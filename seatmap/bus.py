@@ -102,9 +102,10 @@ class Bus:
         return {int(k): int(v, 16) for k, v in raw.items()}
 
     async def publish(self, generation: str, entries: Sequence[Entry], published: int,
-                      new_maps: Sequence[SeatMap] = ()) -> list[int]:
-        """Append entries (1 appended, 0 replay, -1 gap each) and raise the published mark;
-        snapshots of new events go first, in the same transaction."""
+                      snapshots: Sequence[SeatMap] = ()) -> list[int]:
+        """Append entries (1 appended, 0 replay, -1 gap each) and raise the published mark.
+        ``snapshots`` (maps at their state after these entries) are written in the same
+        transaction: a new event's first one, or one the stream must not outrun."""
         keys = [META, VERSIONS]
         args: list[Any] = [generation, self.maxlen, hexv(published)]
         for entry in entries:
@@ -112,8 +113,9 @@ class Bus:
             keys.append(stream_key(entry.event_id))
             args += [entry.event_id, "" if entry.frm is None else hexv(entry.frm),
                      hexv(entry.to), stream_id(entry), len(fields), *fields]
-        async with self.redis.pipeline(transaction=True) as pipe:
-            for seat_map in new_maps:
+        # The script alone is atomic; MULTI only when snapshots go with it.
+        async with self.redis.pipeline(transaction=bool(snapshots)) as pipe:
+            for seat_map in snapshots:
                 await self._snapshot_into(pipe, generation, seat_map)
             await self._publish(keys=keys, args=args, client=pipe)
             results = await pipe.execute(raise_on_error=False)

@@ -42,6 +42,7 @@ from seatmap.snapshot import SeatMap
 
 log = logging.getLogger("onsale.seatmap.cdc")
 BATCH = 5000  # messages per publish at most
+REPORT_EVERY = 0.05  # seconds between two confirmations sent to the server
 
 
 class RebuildNeeded(Exception):
@@ -134,7 +135,10 @@ class Stream:
         self.fd = repl.conn.fileno()
         self.seq = Sequencer(maps)
         self.generation = generation
-        self.confirmed = 0
+        self.confirmed = 0  # in Redis: the server may forget everything before it
+        self.reported = 0  # what the server was last told (send_feedback)
+        self.last_report = 0.0
+        self.last_publish = 0.0
         self.beats = 0
         self.outstanding: dict[int, float] = {}  # heartbeat number → time written
         self.dirty: dict[int, int] = {}  # event → entries since its last snapshot
@@ -145,16 +149,17 @@ class Stream:
         readable = asyncio.Event()
         loop.add_reader(self.fd, readable.set)
         now = loop.time()
-        timers = {"beat": now, "snap": now + s.snapshot_interval_ms / 1000, "slot": now}
+        timers = {"beat": now, "snap": now + s.snapshot_interval_ms / 1000, "slot": now,
+                  "report": float("inf")}
         try:
             while True:
                 readable.clear()
-                messages: list[Any] = []
-                while len(messages) < BATCH:
-                    msg = self.cur.read_message()
-                    if msg is None:
-                        break
-                    messages.append(msg)
+                messages = self._read(BATCH)
+                if messages and len(messages) < BATCH and loop.time() - self.last_publish < 0.005:
+                    # Busy: a millisecond lets more transactions join this publish
+                    # (fewer round trips per transaction under load).
+                    await asyncio.sleep(0.001)
+                    messages += self._read(BATCH - len(messages))
                 if messages:
                     await self._process(messages)
                 elif not self.seq.in_transaction and self.cur.wal_end > self.confirmed:
@@ -170,16 +175,28 @@ class Stream:
         finally:
             loop.remove_reader(self.fd)
 
+    def _read(self, limit: int) -> list[Any]:
+        messages: list[Any] = []
+        while len(messages) < limit:
+            msg = self.cur.read_message()  # never blocks
+            if msg is None:
+                break
+            messages.append(msg)
+        return messages
+
     async def _process(self, messages: list[Any]) -> None:
         entries: list[Entry] = []
-        new_maps: list[SeatMap] = []
+        snapshots: set[int] = set()
+        half = max(1, self.c.settings.stream_maxlen // 2)
         for msg in messages:
             for out in self.seq.feed(decode(msg.payload)):
                 if isinstance(out, Entry):
                     entries.append(out)
-                    self.dirty[out.event_id] = self.dirty.get(out.event_id, 0) + 1
-                    if out.kind == "reset":
-                        new_maps.append(self.seq.maps[out.event_id])
+                    n = self.dirty[out.event_id] = self.dirty.get(out.event_id, 0) + 1
+                    # A new event, or the stream about to outrun the last snapshot:
+                    # a snapshot goes with this publish, in the same transaction.
+                    if out.kind == "reset" or n >= half:
+                        snapshots.add(out.event_id)
                 elif isinstance(out, Heartbeat):
                     self._heartbeat_seen(out.content)
                 elif isinstance(out, Rebuild):
@@ -188,14 +205,18 @@ class Stream:
             self.c.metrics.replayed.inc(self.seq.replayed)
             self.seq.replayed = 0
         if self.seq.position > self.confirmed or entries:
-            await self._confirm(self.seq.position, entries, new_maps)
+            await self._confirm(self.seq.position, entries,
+                                [self.seq.maps[e] for e in sorted(snapshots)])
+            for event_id in snapshots:
+                self.dirty.pop(event_id, None)
+                self.c.metrics.snapshots_written.inc()
 
     async def _confirm(self, position: int, entries: list[Entry],
-                       new_maps: list[SeatMap]) -> None:
+                       snapshots: list[SeatMap]) -> None:
         """Publish, then confirm: the slot moves only past what Redis acknowledged."""
         m = self.c.metrics
         try:
-            results = await self.c.bus.publish(self.generation, entries, position, new_maps)
+            results = await self.c.bus.publish(self.generation, entries, position, snapshots)
         except Gap as exc:
             raise RebuildNeeded(str(exc)) from None
         except Fenced:
@@ -209,13 +230,23 @@ class Stream:
                 m.commit_to_publish.observe(max(0.0, time.time() - self.seq.last_commit_us / 1e6))
         m.transactions.inc(self.seq.commits)
         self.seq.commits = 0
-        self.c.publishes += 1
-        if self.c.settings.crash_after_publishes == self.c.publishes:
-            os.kill(os.getpid(), signal.SIGKILL)  # test hook: published, not confirmed
-        if position > self.confirmed:
+        if entries:
+            self.c.publishes += 1
+            if self.c.settings.crash_after_publishes == self.c.publishes:
+                os.kill(os.getpid(), signal.SIGKILL)  # test hook: published, not confirmed
+        self.last_publish = asyncio.get_running_loop().time()
+        self.confirmed = max(self.confirmed, position)
+        self._report()
+
+    def _report(self, now: float | None = None) -> None:
+        """Tell the server what Redis holds: at most every REPORT_EVERY seconds (a later
+        report covers an earlier one; a crash in between only means a longer replay)."""
+        now = asyncio.get_running_loop().time() if now is None else now
+        if self.confirmed > self.reported and now - self.last_report >= REPORT_EVERY:
             # force: psycopg2 would otherwise wait for its status interval (10 s).
-            self.cur.send_feedback(write_lsn=position, flush_lsn=position, force=True)
-            self.confirmed = position
+            self.cur.send_feedback(write_lsn=self.confirmed, flush_lsn=self.confirmed,
+                                   force=True)
+            self.reported, self.last_report = self.confirmed, now
 
     def _heartbeat_seen(self, content: bytes) -> None:
         try:
@@ -237,8 +268,7 @@ class Stream:
             await self.c.redis.set(ALIVE, self.c.instance, px=3 * s.heartbeat_interval_ms)
             oldest = min(self.outstanding.values(), default=time.time())
             m.slot_lag_seconds.set(max(0.0, time.time() - oldest))
-        half = max(1, s.stream_maxlen // 2)
-        if now >= timers["snap"] or any(n >= half for n in self.dirty.values()):
+        if now >= timers["snap"]:
             timers["snap"] = now + s.snapshot_interval_ms / 1000
             for event_id in list(self.dirty):
                 await self.c.bus.write_snapshot(self.generation, self.seq.maps[event_id])
@@ -247,3 +277,6 @@ class Stream:
         if now >= timers["slot"]:
             timers["slot"] = now + 1.0
             await self.c._slot_metrics(self.lease)
+        self._report(now)
+        timers["report"] = (self.last_report + REPORT_EVERY if self.confirmed > self.reported
+                            else float("inf"))

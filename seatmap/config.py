@@ -21,10 +21,13 @@ class SeatmapSettings:
     lease_retry_ms: int = 1000
     tick_ms: int = 50
     client_queue: int = 64
+    client_buffer_kb: int = 512
+    direct_writes: bool = True
+    gzip_min_bytes: int = 1024
     client_heartbeat_s: int = 5
     ping_interval_s: int = 10
     fallback_max_age_s: int = 5
-    crash_after_publishes: int = 0  # test hook: kill -9 itself after the n-th publish
+    crash_after_publishes: int = 0  # test hook: kill -9 after the n-th publish of entries
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SeatmapSettings:
@@ -46,6 +49,9 @@ class SeatmapSettings:
             lease_retry_ms=env_int(env, "ONSALE_SEATMAP_LEASE_RETRY_MS", 1000, 10, 60_000),
             tick_ms=env_int(env, "ONSALE_SEATMAP_TICK_MS", 50, 5, 1000),
             client_queue=env_int(env, "ONSALE_SEATMAP_CLIENT_QUEUE", 64, 2, 100_000),
+            client_buffer_kb=env_int(env, "ONSALE_SEATMAP_CLIENT_BUFFER_KB", 512, 16, 1_048_576),
+            direct_writes=env_int(env, "ONSALE_SEATMAP_DIRECT_WRITES", 1, 0, 1) == 1,
+            gzip_min_bytes=env_int(env, "ONSALE_SEATMAP_GZIP_MIN_BYTES", 1024, 0, 1 << 30),
             client_heartbeat_s=env_int(env, "ONSALE_SEATMAP_CLIENT_HEARTBEAT_S", 5, 1, 300),
             ping_interval_s=env_int(env, "ONSALE_SEATMAP_PING_INTERVAL_S", 10, 1, 300),
             fallback_max_age_s=env_int(env, "ONSALE_SEATMAP_FALLBACK_MAX_AGE_S", 5, 1, 300),

@@ -4,9 +4,9 @@ A ``Channel`` follows one event: it loads the snapshot and the entries after
 it from Redis, keeps the seat map at the last version it sent, and blocks on
 ``XREAD`` for new entries. Entries are coalesced per tick (leading edge: the
 first entry after a quiet period goes out at once, then at most one frame per
-tick) into one frame, serialized once and queued to every client. A client
-whose queue is full is cut off: its queue is replaced by one ``reload``
-message and the socket is closed after it; it never holds the others back.
+tick) into one frame, serialized once and offered to every client
+(seatmap/clients.py). A client too far behind is cut off: one ``reload``
+message and a close; it never holds the others back.
 A reset (a rebuild, or a gap) reloads the channel and tells every client to
 reload. Protocol: docs/seatmap-protocol.md.
 """
@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import gzip
 import logging
-from collections import deque
 from typing import Any
 
 from redis.asyncio import Redis
 
 from seatmap.bus import ALIVE, Bus, stream_key
+from seatmap.clients import Client, Outgoing
 from seatmap.config import SeatmapSettings
 from seatmap.metrics import SeatmapMetrics
 from seatmap.pgoutput import format_lsn
@@ -37,58 +38,7 @@ from seatmap.sequencer import (
 from seatmap.snapshot import SeatMap, encode_gzip
 
 log = logging.getLogger("onsale.seatmap.hub")
-Message = dict[str, Any]  # an ASGI websocket.send message, built once, shared by every client
-CLOSE_RELOAD = 4000  # close code after a reload message
 IDLE_CHANNEL_SECONDS = 60.0
-
-
-def text(frame: bytes) -> Message:
-    return {"type": "websocket.send", "text": frame.decode()}
-
-
-class Client:
-    """A socket's bounded queue. ``offer`` never waits; ``run`` sends in order."""
-
-    def __init__(self, send: Any, limit: int) -> None:
-        self.send = send
-        self.limit = limit
-        self.queue: deque[Message] = deque()
-        self.wake = asyncio.Event()
-        self.cut = False
-        self.gone = False
-
-    def offer(self, message: Message) -> bool:
-        if self.cut:
-            return True
-        if len(self.queue) >= self.limit:
-            return False
-        self.queue.append(message)
-        self.wake.set()
-        return True
-
-    def cut_off(self, reason: str) -> None:
-        """Drop what is queued: the next (and last) message is a reload, then a close."""
-        self.queue.clear()
-        self.queue.append(text(control_frame("reload", reason=reason)))
-        self.cut = True
-        self.wake.set()
-
-    def disconnected(self) -> None:
-        self.gone = True
-        self.queue.clear()
-        self.wake.set()
-
-    async def run(self) -> None:
-        while True:
-            await self.wake.wait()
-            self.wake.clear()
-            while self.queue:
-                await self.send(self.queue.popleft())
-            if self.gone:
-                return
-            if self.cut:
-                await self.send({"type": "websocket.close", "code": CLOSE_RELOAD})
-                return
 
 
 class Channel:
@@ -104,7 +54,7 @@ class Channel:
         self.last_flush = 0.0
         self.flush_at: asyncio.TimerHandle | None = None
         self.reader: asyncio.Task[None] | None = None
-        self.snapshot: tuple[int, Message] | None = None
+        self.snapshot: tuple[int, Outgoing] | None = None
         self.ready = asyncio.Event()
         self.idle_since = asyncio.get_running_loop().time()
 
@@ -136,7 +86,8 @@ class Channel:
         failures = 0
         while True:
             try:
-                reply = await redis.xread({key: self.last_id}, count=5000, block=5000)
+                # Shorter than the client's socket timeout (5 s by default in redis-py 8).
+                reply = await redis.xread({key: self.last_id}, count=5000, block=2000)
                 failures = 0
             except asyncio.CancelledError:
                 raise
@@ -146,27 +97,29 @@ class Channel:
                 log.warning("reading %s failed (%d in a row): %r", key, failures, exc)
                 await asyncio.sleep(min(5.0, 0.1 * 2 ** failures))
                 continue
-            reload = False
+            reload: str | None = None
             for _, items in reply or ():
                 for entry_id, fields in items:
                     self.last_id = entry_id.decode()
-                    reload = not self.receive(parse_stream_entry(self.event_id, fields)) or reload
-            if reload:
-                await self.reload("rebuild")
+                    reload = self.receive(parse_stream_entry(self.event_id, fields)) or reload
+            if reload is not None:
+                await self.reload(reload)
 
-    def receive(self, entry: Entry) -> bool:
-        """Queue an entry for the next flush; False when the channel must reload."""
+    def receive(self, entry: Entry) -> str | None:
+        """Queue an entry for the next flush; the reason when the channel must reload."""
         version = self.pending[-1].to if self.pending else self.state.version
         if entry.to <= version:
-            return True  # already have it (a reload overlapping the stream)
-        if entry.kind != "delta" or entry.frm != version:
-            return False
+            return None  # already have it (a reload overlapping the stream)
+        if entry.kind != "delta":
+            return "rebuild"
+        if entry.frm != version:
+            return "gap"  # this reader fell further behind than the stream keeps
         self.pending.append(entry)
         if self.flush_at is None:
             loop = asyncio.get_running_loop()
             delay = self.last_flush + self.hub.tick - loop.time()
             self.flush_at = loop.call_later(max(0.0, delay), self.flush)
-        return True
+        return None
 
     def flush(self) -> None:
         self.flush_at = None
@@ -182,13 +135,13 @@ class Channel:
             del self.ring[:-self.hub.ring_size], self.ring_from[:-self.hub.ring_size]
         self.last_flush = asyncio.get_running_loop().time()
         if self.clients:
-            self.broadcast(text(delta_frame(coalesce(entries))))
+            self.broadcast(self.hub.outgoing(delta_frame(coalesce(entries))))
             self.hub.metrics.frames.inc()
 
-    def broadcast(self, message: Message) -> None:
+    def broadcast(self, out: Outgoing) -> None:
         sent = 0
         for client in list(self.clients):
-            if client.offer(message):
+            if client.offer(out):
                 sent += 1
             else:
                 self.drop(client, "overflow")
@@ -200,14 +153,25 @@ class Channel:
         client.cut_off(reason)
 
     async def reload(self, reason: str) -> None:
-        """The stream was reset or has a gap: reload and send every client to reload."""
+        """The stream was reset or has a gap: send every client to reload, and reload
+        (until it works: Redis may be down, or mid-rebuild)."""
         for client in list(self.clients):
             self.drop(client, reason)
         if self.flush_at is not None:
             self.flush_at.cancel()
             self.flush_at = None
-        if not await self.load():
-            log.warning("event %d has no seat map in Redis any more", self.event_id)
+        self.pending = []
+        for attempt in range(1_000_000):
+            try:
+                if await self.load():
+                    return
+                log.warning("event %d has no seat map in Redis", self.event_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.hub.metrics.stream_errors.inc()
+                log.warning("reloading event %d failed: %r", self.event_id, exc)
+            await asyncio.sleep(min(5.0, 0.1 * 2 ** min(attempt, 6)))
 
     def join(self, client: Client, since: int | None) -> str:
         """Bring a client up to the channel's version and subscribe it. No await inside:
@@ -217,7 +181,7 @@ class Channel:
         if since != version:
             i = bisect.bisect_left(self.ring_from, since) if since is not None else -1
             if 0 <= i < len(self.ring) and self.ring_from[i] == since:
-                client.offer(text(delta_frame(coalesce(self.ring[i:]))))
+                client.offer(self.hub.outgoing(delta_frame(coalesce(self.ring[i:]))))
                 how = "deltas"
             else:
                 client.offer(self.snapshot_message())
@@ -225,11 +189,11 @@ class Channel:
         self.clients.add(client)
         return how
 
-    def snapshot_message(self) -> Message:
+    def snapshot_message(self) -> Outgoing:
         """The seat map at the channel's version, gzip-compressed, cached per version."""
         if self.snapshot is None or self.snapshot[0] != self.state.version:
             body = encode_gzip(self.state)
-            self.snapshot = (self.state.version, {"type": "websocket.send", "bytes": body})
+            self.snapshot = (self.state.version, Outgoing(body, binary=True))
         return self.snapshot[1]
 
 
@@ -264,6 +228,13 @@ class Hub:
         await channel.ready.wait()
         return channel if self.channels.get(event_id) is channel else None
 
+    def outgoing(self, frame: bytes) -> Outgoing:
+        """A frame for every client: as text, or gzip-compressed in a binary message once
+        it is large enough to be worth it (sockets cost by the byte)."""
+        if 0 < self.settings.gzip_min_bytes <= len(frame):
+            return Outgoing(gzip.compress(frame, compresslevel=6, mtime=0), binary=True)
+        return Outgoing(frame)
+
     def start(self) -> None:
         self._heartbeat = asyncio.create_task(self.heartbeats(), name="seatmap-heartbeats")
 
@@ -274,8 +245,8 @@ class Hub:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task  # a reader that failed was logged already
         for channel in self.channels.values():
             for client in list(channel.clients):
                 channel.drop(client, "shutdown")
@@ -296,6 +267,6 @@ class Hub:
                     channel.reader.cancel()
                     del self.channels[event_id]
                     continue
-                channel.broadcast(text(control_frame(
+                channel.broadcast(Outgoing(control_frame(
                     "heartbeat", version=format_lsn(channel.state.version), live=self.live)))
             await asyncio.sleep(self.settings.client_heartbeat_s)

@@ -61,6 +61,10 @@ class SeatmapMetrics:
         self.overflows = Counter(
             "onsale_seatmap_client_overflows_total",
             "Clients cut off because their bounded queue overflowed", registry=r)
+        self.connections = Counter(
+            "onsale_seatmap_connections_total",
+            "WebSocket clients accepted, by how frames reach them (direct: written to the "
+            "transport once framed; queued: through ASGI)", ["writer"], registry=r)
         self.catch_ups = Counter(
             "onsale_seatmap_resumes_total",
             "WebSocket connects by how the client was brought up to date", ["how"],

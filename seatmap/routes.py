@@ -31,8 +31,9 @@ from core.db import Database
 from core.inputs import accepts_gzip, etag_matches
 from core.problems import Problem, ProblemResponse
 from seatmap.bus import Bus
+from seatmap.clients import Client, DirectClient, make_client
 from seatmap.config import SeatmapSettings
-from seatmap.hub import Client, Hub
+from seatmap.hub import Hub
 from seatmap.pgoutput import format_lsn, parse_lsn
 from seatmap.queries import queries
 from seatmap.sequencer import control_frame
@@ -154,7 +155,9 @@ async def seatmap_socket(websocket: WebSocket) -> None:
         await websocket.send_text(control_frame("unavailable").decode())
         await websocket.close(1013)
         return
-    client = Client(websocket.send, sm.settings.client_queue)
+    client = make_client(websocket, sm.settings)
+    sm.hub.metrics.connections.labels(
+        "direct" if isinstance(client, DirectClient) else "queued").inc()
     how = channel.join(client, since)
     sm.hub.metrics.catch_ups.labels(how).inc()
     sm.hub.metrics.clients.inc()

@@ -202,12 +202,14 @@ class Viewer:
         self.state = state.copy() if state is not None else None  # what it had before
         self.version = since if state is not None else None
         self.initial: SeatMap | None = None  # the first snapshot it was sent
+        self.initial_version: str | None = None
         self.kinds: list[str] = []  # every message's type, in order
         self.frames: list[tuple[str, str, SeatMap]] = []  # (from, to, state after)
         self.broken: list[str] = []  # deltas whose from did not match
         self.reloads: list[str] = []
         self.heartbeats: list[dict[str, Any]] = []
         self.close_code: int | None = None
+        self.binary = 0  # messages that came gzip-compressed
         self.ws: Any = None
         self.task: asyncio.Task[None] | None = None
 
@@ -242,16 +244,17 @@ class Viewer:
 
         from seatmap.snapshot import decode
 
-        if isinstance(raw, bytes):
-            doc = json.loads(gzip.decompress(raw))
-            self.kinds.append(doc["type"])
-            self.state = decode(gzip.compress(json.dumps(doc).encode()))
-            self.version = doc["version"]
-            if self.initial is None:
-                self.initial = self.state.copy()
-            return
+        if isinstance(raw, bytes):  # any message, gzip-compressed
+            raw = gzip.decompress(raw).decode()
+            self.binary += 1
         msg = json.loads(raw)
         self.kinds.append(msg["type"])
+        if msg["type"] == "snapshot":
+            self.state = decode(raw.encode())
+            self.version = msg["version"]
+            if self.initial is None:
+                self.initial, self.initial_version = self.state.copy(), self.version
+            return
         if msg["type"] == "delta":
             if self.state is None or msg["from"] != self.version:
                 self.broken.append(f"{msg['from']} after {self.version}")

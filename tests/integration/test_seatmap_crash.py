@@ -13,9 +13,13 @@ from typing import Any
 import redis.asyncio
 
 from onsale.embedded import EmbeddedValkey, free_port
-from seatmap.bus import META
+from seatmap.app import build_seatmap_app
+from seatmap.bus import META, Bus
 from seatmap.config import SeatmapSettings
+from seatmap.pgoutput import format_lsn
+from tests.conftest import make_settings
 from tests.seatmap_support import (
+    Viewer,
     Writer,
     assert_chain,
     create_event,
@@ -25,6 +29,7 @@ from tests.seatmap_support import (
     redis_map,
     same_seats,
     seatmap_settings,
+    serving,
 )
 from tests.stack import ONSALE, Process, eventually
 
@@ -66,22 +71,27 @@ async def test_kill_9_mid_stream_loses_and_duplicates_nothing(
     writer = Writer(event_id, 400)
     procs: list[Process] = []
     stop = asyncio.Event()
+    app = build_seatmap_app(make_settings(db_url, redis_url=valkey.url), settings)
     try:
         proc, _ = start_cdc(db_url, valkey.url, settings)
         procs.append(proc)
         await eventually(lambda: redis_client.hget(META, "generation"))
         generation = await redis_client.hget(META, "generation")
-        writing = asyncio.create_task(write_until(stop, writer, conn))
-        for _ in range(3):
-            published = len(await entries(redis_client, event_id))
-            await eventually(lambda n=published: _more_entries(redis_client, event_id, n + 20))
-            assert proc.kill9() == -9  # mid-stream: the writer never pauses
-            proc, _ = start_cdc(db_url, valkey.url, settings)
-            procs.append(proc)
-        await eventually(lambda: _more_entries(redis_client, event_id, published + 40))
-        stop.set()
-        await writing
-        await eventually(lambda: caught_up(conn, redis_client, event_id), within=60)
+        async with serving(app) as address, Viewer(address, event_id) as viewer:
+            writing = asyncio.create_task(write_until(stop, writer, conn))
+            for _ in range(3):
+                published = len(await entries(redis_client, event_id))
+                await eventually(lambda n=published: _more_entries(redis_client, event_id,
+                                                                   n + 20))
+                assert proc.kill9() == -9  # mid-stream: the writer never pauses
+                proc, _ = start_cdc(db_url, valkey.url, settings)
+                procs.append(proc)
+            await eventually(lambda: _more_entries(redis_client, event_id, published + 40))
+            stop.set()
+            await writing
+            await eventually(lambda: caught_up(conn, redis_client, event_id), within=60)
+            final = format_lsn((await Bus(redis_client).versions())[event_id])
+            await eventually(lambda: viewer.at(final))
     finally:
         stop.set()
         for p in procs:
@@ -92,6 +102,11 @@ async def test_kill_9_mid_stream_loses_and_duplicates_nothing(
     assert_chain(found)
     assert [e.changes for e in found[1:]] == writer.expected
     assert len(writer.expected) > 100
+    # The client saw one unbroken chain of versions, ending at the table's state.
+    assert viewer.broken == [] and viewer.reloads == [] and viewer.kinds[0] == "snapshot"
+    tos = [to for _, to, _ in viewer.frames]
+    assert len(set(tos)) == len(tos) and viewer.frames[0][0] == viewer.initial_version
+    assert viewer.state is not None and same_seats(viewer.state, await db_map(conn, event_id))
 
 
 async def _more_entries(r: redis.asyncio.Redis, event_id: int, n: int) -> bool:
@@ -106,7 +121,7 @@ async def test_crash_after_publish_before_confirm_is_replayed_once(
     writer = Writer(event_id, 200)
     procs: list[Process] = []
     try:
-        # Publish number 1 is the rebuild's first confirm; 8 is mid-stream.
+        # Dies right after its 8th publish of entries, before confirming it.
         crashing, _ = start_cdc(db_url, valkey.url, settings,
                                 ONSALE_SEATMAP_CRASH_AFTER_PUBLISHES="8")
         procs.append(crashing)

@@ -60,13 +60,15 @@ async def latest(r: redis.asyncio.Redis, conn: Any, event_id: int) -> str | None
     return format_lsn(found.version)
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "queued"])
 async def test_every_change_reaches_a_client_in_commit_order(
         db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        direct: bool,
 ) -> None:
     event_id = await create_event(conn, 300)
     writer = Writer(event_id, 300)
-    settings = seatmap_settings()
-    async with seatmap_stack(db_url, valkey, settings) as (address, _):
+    settings = seatmap_settings(direct_writes=direct, gzip_min_bytes=100)  # some compressed
+    async with seatmap_stack(db_url, valkey, settings) as (address, app):
         await eventually(lambda: latest(redis_client, conn, event_id))
         async with Viewer(address, event_id) as viewer:
             await eventually(lambda: _got_snapshot(viewer))
@@ -74,7 +76,10 @@ async def test_every_change_reaches_a_client_in_commit_order(
                 await writer.step(conn)
             final = await eventually(lambda: latest(redis_client, conn, event_id))
             await eventually(lambda: viewer.at(final))
+        writer_kind = "direct" if direct else "queued"
+        assert _metric(app, f'onsale_seatmap_connections_total{{writer="{writer_kind}"}}') == 1
     assert viewer.kinds[0] == "snapshot" and viewer.broken == [] and viewer.reloads == []
+    assert viewer.binary > 1  # the snapshot and the larger deltas came gzip-compressed
     assert viewer.state is not None and same_seats(viewer.state, await db_map(conn, event_id))
     # Each frame leaves the client exactly where the stream (one entry per commit, in
     # commit order, as the writer committed them) is at that frame's version.
@@ -141,13 +146,17 @@ async def test_a_client_far_behind_gets_a_snapshot(
             assert same_seats(late.state, await db_map(conn, event_id))
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "queued"])
 async def test_a_slow_client_is_cut_off_without_delaying_others(
         db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        direct: bool,
 ) -> None:
     from websockets.asyncio.client import connect
 
     event_id = await create_event(conn, 1000)
-    settings = seatmap_settings(client_queue=4)
+    # Frames that compress well would never fill a buffer: this test sends them as text.
+    settings = seatmap_settings(client_queue=4, client_buffer_kb=64, direct_writes=direct,
+                                gzip_min_bytes=0)
     async with seatmap_stack(db_url, valkey, settings, sndbuf=8192) as (address, app):
         await eventually(lambda: latest(redis_client, conn, event_id))
         raw = socket.socket()
@@ -176,7 +185,7 @@ async def test_a_slow_client_is_cut_off_without_delaying_others(
 
 def _metric(app: Any, name: str) -> float:
     text = generate_latest(app.state.metrics.registry).decode()
-    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     return float(found[1]) if found else 0.0
 
 
@@ -300,3 +309,43 @@ async def test_a_rebuild_tells_every_client_to_reload(
         async with Viewer(address, event_id, since=viewer.version) as again:
             await eventually(lambda: again.at(final))
         assert again.kinds[0] == "snapshot"
+
+
+async def test_an_invalidated_slot_means_a_rebuild_and_clients_reload(
+        db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+) -> None:
+    """The slot loses its WAL (max_slot_wal_keep_size) while no consumer runs: the next
+    consumer rebuilds from a new slot and every connected client is told to reload."""
+    event_id = await create_event(conn, 80)
+    writer = Writer(event_id, 80)
+    settings = seatmap_settings()
+    core = make_settings(db_url, redis_url=valkey.url)
+    app = build_seatmap_app(core, settings)
+    async with serving(app) as address:
+        async with consumer(db_url, valkey.url, settings, keep_slot=True):
+            await eventually(lambda: latest(redis_client, conn, event_id))
+        generation = await redis_client.hget(META, "generation")
+        async with Viewer(address, event_id) as viewer:
+            await eventually(lambda: _got_snapshot(viewer))
+            await writer.step(conn)  # waits in the slot, then is lost with it
+            await conn.execute("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+            await conn.execute("SELECT pg_reload_conf()")
+            try:
+                await conn.execute("CREATE TABLE wal_filler (x text)")
+                for _ in range(3):
+                    await conn.execute("INSERT INTO wal_filler SELECT repeat('x', 1000) "
+                                       "FROM generate_series(1, 3000)")
+                    await conn.execute("SELECT pg_switch_wal()")
+                await conn.execute("CHECKPOINT")
+                lost = await conn.fetchval("SELECT wal_status FROM pg_replication_slots "
+                                           "WHERE slot_name = $1", settings.slot)
+                assert lost == "lost"
+            finally:
+                await conn.execute("ALTER SYSTEM RESET max_slot_wal_keep_size")
+                await conn.execute("SELECT pg_reload_conf()")
+            async with consumer(db_url, valkey.url, settings):
+                await eventually(lambda: _closed(viewer))
+                final = await eventually(lambda: latest(redis_client, conn, event_id))
+        assert viewer.reloads == ["rebuild"] and viewer.close_code == 4000
+        assert await redis_client.hget(META, "generation") != generation
+        assert final is not None

@@ -36,10 +36,10 @@ def test_the_edge_role_serves_its_document() -> None:
 
 
 def test_the_dev_app_serves_core_and_edge() -> None:
-    app = build_app("dev", SETTINGS)
-    assert app.state.openapi_parts == ("core", "edge")
+    app = build_app("dev", SETTINGS)  # and the seat map (tests/unit/test_seatmap_roles.py)
+    assert app.state.openapi_parts == ("core", "edge", "seatmap")
     pages = {("/", "get"), ("/orders/{order_id}", "get")}
-    assert served(app) - pages == documented(("core", "edge"))
+    assert served(app) - pages == documented(("core", "edge", "seatmap"))
 
 
 def test_edge_is_a_role_and_needs_redis() -> None:

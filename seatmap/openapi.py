@@ -1,0 +1,41 @@
+"""The OpenAPI path of the seat-map snapshot; ``core.openapi.document`` merges it into the
+document of any app that serves it (role seatmap, onsale dev). The WebSocket
+(``/ws/events/{event_id}/seatmap``) is outside OpenAPI: docs/seatmap-protocol.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.openapi import _EVENT, _json, _problem
+
+SEATMAP_PATHS: dict[str, dict[str, Any]] = {
+    "/api/events/{event_id}/seatmap": {"get": {
+        "summary": "The seat map's latest snapshot (one status digit per seat, hold expiries); "
+                   "ETag and Seatmap-Version = its version, max-age 1. Live deltas: the "
+                   "WebSocket /ws/events/{event_id}/seatmap?since=VERSION "
+                   "(docs/seatmap-protocol.md)",
+        "parameters": [_EVENT],
+        "responses": {
+            "200": _json("SeatmapSnapshot", "The snapshot (gzip when accepted); "
+                                            "Seatmap-Source: stream, or database while change "
+                                            "capture is down (then poll at max-age)"),
+            "304": {"description": "Not modified"},
+            "403": _problem("admission_required"),
+            "404": _problem("event_not_found"),
+            "503": _problem("inventory_unavailable")}}},
+}
+
+SEATMAP_SCHEMAS: dict[str, Any] = {
+    "SeatmapSnapshot": {"type": "object", "required": [
+        "type", "event_id", "version", "seat_count", "status", "held"], "properties": {
+        "type": {"const": "snapshot"},
+        "event_id": {"type": "integer"},
+        "version": {"type": "string", "description": "Opaque; compare for equality only"},
+        "seat_count": {"type": "integer"},
+        "status": {"type": "string", "pattern": "^[0-4]*$",
+                   "description": "Character i is seat i+1: 0 AVAILABLE, 1 HELD, "
+                                  "2 PAYMENT_PENDING, 3 SOLD, 4 BLOCKED"},
+        "held": {"type": "array", "items": {"type": "integer"},
+                 "description": "HELD seats as (seat id, expiry in Unix seconds) pairs, "
+                                "each number the difference from the previous pair's"}}},
+}
