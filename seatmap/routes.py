@@ -149,7 +149,11 @@ async def seatmap_socket(websocket: WebSocket) -> None:
         since: int | None = parse_lsn(websocket.query_params.get("since", ""))
     except ValueError:
         since = None
-    channel = await sm.hub.channel(event_id)
+    try:
+        channel = await sm.hub.channel(event_id)
+    except Exception:  # Redis unreachable: same answer as no seat map
+        sm.hub.metrics.stream_errors.inc()
+        channel = None
     await websocket.accept()
     if channel is None:  # no seat map in Redis: poll the HTTP snapshot instead
         await websocket.send_text(control_frame("unavailable").decode())
