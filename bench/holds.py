@@ -70,6 +70,10 @@ class Conn:
         self.host, self.port = host, port
         self.proto: _Client | None = None
 
+    def close(self) -> None:
+        if self.proto is not None and self.proto.transport is not None:
+            self.proto.transport.close()
+
     async def request(self, method: str, path: str, body: bytes = b"",
                       headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
         loop = asyncio.get_running_loop()

@@ -33,7 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.holds import Conn
+
 API_KEY = "sk_test_bench_0123456789"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
 SINK = """
 import sys, uvicorn
 from starlette.applications import Starlette
@@ -56,50 +59,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Connection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection, one request at a time (sized bodies only)."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0 or self.waiter is None:
-            return
-        head = bytes(self.buf[:end])
-        length = 0
-        for line in head.split(b"\r\n"):
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        if len(self.buf) < end + 4 + length:
-            return
-        body = bytes(self.buf[end + 4:end + 4 + length])
-        del self.buf[:end + 4 + length]
-        waiter, self.waiter = self.waiter, None
-        waiter.set_result((int(head[9:12]), body))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ConnectionError("closed"))
-
-    async def request(self, method: str, path: str, host: str, body: bytes = b"",
-                      headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        assert self.transport is not None
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {host}",
-                 f"Authorization: Bearer {API_KEY}", f"Content-Length: {len(body)}",
-                 "Content-Type: application/json"]
-        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        self.waiter = asyncio.get_running_loop().create_future()
-        self.transport.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        return await self.waiter
-
-
 def card(rng: random.Random) -> str:
     roll = rng.random()
     if roll < 0.05:
@@ -109,7 +68,7 @@ def card(rng: random.Random) -> str:
     return "pm_card_visa"
 
 
-async def worker(conn: Connection, host: str, port: int, stop_at: float,
+async def worker(conn: Conn, host: str, port: int, stop_at: float,
                  latencies: list[float], outcomes: Counter[int], rng: random.Random) -> None:
     while time.perf_counter() < stop_at:
         operation = str(uuid.uuid4())
@@ -118,26 +77,22 @@ async def worker(conn: Connection, host: str, port: int, stop_at: float,
                            "metadata": {"order_id": str(uuid.uuid4()),
                                         "operation_id": operation}}).encode()
         started = time.perf_counter()
-        status, _ = await conn.request("POST", "/v1/payment_intents", f"{host}:{port}", body,
-                                       {"Idempotency-Key": operation})
+        status, _, _ = await conn.request("POST", "/v1/payment_intents", body,
+                                          {"Idempotency-Key": operation, **AUTH})
         latencies.append(time.perf_counter() - started)
         outcomes[status] += 1
 
 
 async def get_json(host: str, port: int, path: str) -> Any:
-    loop = asyncio.get_running_loop()
-    _, conn = await loop.create_connection(Connection, host, port)
-    _, body = await conn.request("GET", path, f"{host}:{port}")
-    assert conn.transport is not None
-    conn.transport.close()
+    conn = Conn(host, port)
+    _, _, body = await conn.request("GET", path, b"", AUTH)
+    conn.close()
     return json.loads(body)
 
 
 async def drive(host: str, port: int, duration: float, concurrency: int) -> dict[str, Any]:
     """One second of warm-up, then ``duration`` seconds measured, on the same connections."""
-    loop = asyncio.get_running_loop()
-    conns = [(await loop.create_connection(Connection, host, port))[1]
-             for _ in range(concurrency)]
+    conns = [Conn(host, port) for _ in range(concurrency)]
     latencies: list[float] = []
     outcomes: Counter[int] = Counter()
     rng = random.Random(7)
@@ -149,8 +104,7 @@ async def drive(host: str, port: int, duration: float, concurrency: int) -> dict
                            for c in conns))
     elapsed = time.perf_counter() - started
     for conn in conns:
-        assert conn.transport is not None
-        conn.transport.close()
+        conn.close()
     cuts = statistics.quantiles(latencies, n=100)
     return {"requests": len(latencies), "per_second": len(latencies) / elapsed,
             "p50_ms": cuts[49] * 1000, "p95_ms": cuts[94] * 1000, "p99_ms": cuts[98] * 1000,
