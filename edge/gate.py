@@ -2,7 +2,7 @@
 event and this account, from the session that is still the account's current
 one. Core's hold and checkout routes call ``Gate.check`` before any other
 work (defence in depth: a request that bypassed the edge is refused as well);
-the seat map will call it too.
+the seat map calls it through ``edge.seatmap_gate``.
 
 Signature, expiry, event and account are checked without I/O. Revocation
 needs the account's current session from Redis: answers are cached for at
@@ -21,7 +21,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from core.problems import Problem
 from edge.caches import Marks, every
@@ -51,13 +51,13 @@ class Gate:
         self.marks = Marks(store, "active")
 
     @staticmethod
-    def token(request: Request, event_id: int) -> str | None:
+    def token(request: HTTPConnection, event_id: int) -> str | None:
         """The ``Admission-Token`` header (API clients), else the event's cookie."""
         return request.headers.get(ADMISSION_HEADER) or request.cookies.get(
             admission_cookie(event_id))
 
     @staticmethod
-    def presented(request: Request) -> bool:
+    def presented(request: HTTPConnection) -> bool:
         """Whether the request carries any admission token at all."""
         return ADMISSION_HEADER in request.headers or any(
             name.startswith(COOKIE_PREFIX) for name in request.cookies)
@@ -67,7 +67,7 @@ class Gate:
         """The pure part of the check (no revocation)."""
         return self.codec.check(token, event_id, account)
 
-    async def check(self, request: Request, event_id: int, account: uuid.UUID) -> Admission:
+    async def check(self, request: HTTPConnection, event_id: int, account: uuid.UUID) -> Admission:
         verdict, admission = self.verdict(self.token(request, event_id), event_id, account)
         if verdict is not Verdict.VALID or admission is None:
             raise Problem(403, verdict.code)

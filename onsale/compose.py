@@ -21,20 +21,15 @@ from core.problems import http_exception_handler
 from core.reconciler import run_reconciler
 from core.sweeper import run_sweeper
 from edge.app import build_edge_app, mount_edge
+from edge.seatmap_gate import admission_gate
+from edge.seatmap_gate import install as install_admission_gate
 from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from seatmap.config import SeatmapSettings
-from seatmap.routes import Gate, allow_all
 from web.index import index_page
 from web.order_page import order_page
 
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
-SECRETLESS_ROLES = ("worker", "cdc", "seatmap")  # they sign and verify nothing
-
-
-def seatmap_gate(settings: Settings) -> Gate:
-    """The check in front of the seat-map routes (snapshot and WebSocket): raise a
-    core.problems.Problem to refuse. Replace this to put the admission gate there."""
-    return allow_all
+SECRETLESS_ROLES = ("worker", "cdc")  # they sign and verify nothing
 
 
 def build_worker_app(settings: Settings) -> Starlette:
@@ -86,8 +81,10 @@ def build_app(role: str, settings: Settings, *,
     if role == "cdc":  # the seat-map change-capture consumer, or its standby
         return build_cdc_app(settings, seatmap or SeatmapSettings.from_env())
     if role == "seatmap":  # the seat-map snapshot and WebSocket fan-out (needs REDIS_URL)
-        return build_seatmap_app(settings, seatmap or SeatmapSettings.from_env(),
-                                 gate=seatmap_gate(settings))
+        app = build_seatmap_app(settings, seatmap or SeatmapSettings.from_env(),
+                                gate=admission_gate)
+        install_admission_gate(app, settings)  # verifies the admission tokens edge signs
+        return app
     if role == "core":
         return build_core_app(settings, sweeper=False)
     if role == "worker":
@@ -103,11 +100,8 @@ def build_app(role: str, settings: Settings, *,
         mount_edge(core, settings, admitter=True)
         # The seat map with its change capture in this process too.
         return mount_seatmap(core, settings, seatmap or SeatmapSettings.from_env(),
-                             gate=seatmap_gate(settings), consumer=True)
+                             gate=admission_gate, consumer=True)
     raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
-
-
-
 
 
 def tune_gc() -> None:
