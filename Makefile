@@ -12,7 +12,7 @@ test: $(VENV)/.installed lint
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check core edge seatmap web onsale psp tests bench
+	$(BIN)/ruff check core edge seatmap web onsale psp tests bench e2e
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed

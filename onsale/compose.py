@@ -27,6 +27,7 @@ from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from seatmap.config import SeatmapSettings
 from web.index import index_page
 from web.order_page import order_page
+from web.pages import page_routes
 
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
 SECRETLESS_ROLES = ("worker", "cdc")  # they sign and verify nothing
@@ -85,16 +86,18 @@ def build_app(role: str, settings: Settings, *,
                                 gate=admission_gate)
         install_admission_gate(app, settings)  # verifies the admission tokens edge signs
         return app
-    if role == "core":
-        return build_core_app(settings, sweeper=False)
+    if role == "core":  # the API, and the pages (they read the database like the API)
+        core = build_core_app(settings, sweeper=False)
+        core.router.routes[:0] = page_routes()
+        return core
     if role == "worker":
         return build_worker_app(settings)
     if role == "edge":  # the waiting room and the admitter (needs REDIS_URL)
         return build_edge_app(settings, admitter=True)
     if role == "dev":
         core = build_core_app(settings, sweeper=True)
-        core.router.routes.insert(0, Route("/", index_page, methods=["GET"]))
-        core.router.routes.insert(1, Route("/orders/{order_id}", order_page, methods=["GET"]))
+        core.router.routes[:0] = [*page_routes(), Route("/", index_page, methods=["GET"]),
+                                   Route("/orders/{order_id}", order_page, methods=["GET"])]
         if settings.redis_url is None:  # onsale dev always has one; without it no queue
             return core
         mount_edge(core, settings, admitter=True)

@@ -1,0 +1,154 @@
+"""The end-to-end suite's harness: one real ``onsale dev`` (embedded PostgreSQL,
+Valkey and the payment provider simulator, all started by onsale itself) and
+Debian's Chromium driven by Playwright. Missing prerequisites fail loudly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM = os.environ.get("ONSALE_E2E_CHROMIUM", "/usr/bin/chromium")
+START_TIMEOUT = 240.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def onsale_command() -> list[str]:
+    script = Path(sys.executable).with_name("onsale")
+    if not script.exists():
+        raise RuntimeError(f"the onsale command is not installed next to {sys.executable}; "
+                           "run `make test` (it installs the package)")
+    return [str(script)]
+
+
+@dataclass
+class Onsale:
+    """A running ``onsale dev`` and the operator's view of it."""
+
+    base_url: str
+    admin_token: str
+    data_dir: Path
+    process: subprocess.Popen[str]
+    demo_event_id: int
+    log: list[str] = field(default_factory=list)
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=30)
+
+    def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        with self.http() as c:
+            return c.request(method, path, json=body,
+                             headers={"Authorization": f"Bearer {self.admin_token}",
+                                      "Idempotency-Key": uuid.uuid4().hex})
+
+    def create_event(self, **body: Any) -> int:
+        """An event through the operator API (passthrough queue unless told)."""
+        body.setdefault("name", f"E2E night {uuid.uuid4().hex[:6]}")
+        body.setdefault("seats", 300)
+        body.setdefault("queue_policy", "passthrough")
+        r = self.admin("POST", "/api/ops/events", body)
+        if r.status_code != 201:
+            raise AssertionError(f"creating an event failed: {r.status_code} {r.text}")
+        return int(r.json()["event_id"])
+
+    def new_account(self) -> tuple[str, str, str]:
+        """(email, password, session cookie value) of a new account, made through the API."""
+        email = f"e2e-{uuid.uuid4().hex[:10]}@example.com"
+        password = "correct horse battery"
+        with self.http() as c:
+            r = c.post("/api/accounts", json={"email": email, "password": password})
+            if r.status_code != 201:
+                raise AssertionError(f"sign-up failed: {r.status_code} {r.text}")
+            cookie = c.cookies.get("onsale_session")
+        assert cookie, "sign-up set no session cookie"
+        return email, password, cookie
+
+
+def start_onsale(seats: int = 50_000) -> Onsale:
+    """Start ``onsale dev`` on a free port in a throwaway data directory."""
+    data = Path(tempfile.mkdtemp(prefix="onsale-e2e-"))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL")}
+    env["ONSALE_DATA_DIR"] = str(data)
+    env["PYTHONUNBUFFERED"] = "1"
+    ARTIFACTS.mkdir(exist_ok=True)
+    process = subprocess.Popen(
+        [*onsale_command(), "dev", "--port", str(port), "--seats", str(seats)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    log: list[str] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        with (ARTIFACTS / "onsale-dev.log").open("w") as out:
+            for line in process.stdout:
+                log.append(line)
+                out.write(line)
+                out.flush()
+                if "serving on" in line:
+                    ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(START_TIMEOUT) or process.poll() is not None:
+        process.kill()
+        raise RuntimeError("onsale dev did not start:\n" + "".join(log[-40:]))
+    text = "".join(log)
+    found = re.search(r"demo event (\d+)", text)
+    if found is None:
+        raise RuntimeError("onsale dev printed no demo event:\n" + text)
+    secrets = json.loads((data / "secrets.json").read_text())
+    return Onsale(base_url=f"http://127.0.0.1:{port}", admin_token=secrets["ONSALE_ADMIN_TOKEN"],
+                  data_dir=data, process=process, demo_event_id=int(found.group(1)), log=log)
+
+
+def stop_onsale(onsale: Onsale) -> None:
+    """Ctrl-C, as a developer would: onsale stops its embedded servers itself."""
+    if onsale.process.poll() is None:
+        onsale.process.send_signal(signal.SIGINT)
+        try:
+            onsale.process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(onsale.process.pid, signal.SIGKILL)
+            onsale.process.wait(10)
+    shutil.rmtree(onsale.data_dir, ignore_errors=True)
+
+
+def require_chromium() -> str:
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        raise RuntimeError(
+            f"Chromium is missing at {CHROMIUM}: the end-to-end suite needs it "
+            "(apt-get install -y chromium, or set ONSALE_E2E_CHROMIUM). .ci/run installs it.")
+    return CHROMIUM
+
+
+def wait_for(check: Any, within: float = 10.0, every: float = 0.1) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)

@@ -1,0 +1,70 @@
+"""Every problem code the API can return, as a sentence for a shopper or an
+operator. The pages show these, never a status line or raw JSON
+(``web/static/js/api.js`` reads them from the page; tests/unit/test_web_messages.py
+checks that every code in ``core.problems.TITLES`` has one)."""
+
+from __future__ import annotations
+
+SENTENCES: dict[str, str] = {
+    "invalid_json": "Something went wrong sending your request. Please try again.",
+    "invalid_request": "Some of the information you entered is not valid. Please check it.",
+    "invalid_seats": "That seat selection is not valid. Pick between 1 and 6 seats.",
+    "invalid_email": "Please enter a valid email address.",
+    "weak_password": "Your password must be between 8 and 256 characters.",
+    "email_taken": "An account with this email already exists. Sign in instead.",
+    "bad_credentials": "That email and password do not match an account.",
+    "authentication_required": "Please sign in to continue.",
+    "admin_required": "This page is for operators. Sign in with the operator token.",
+    "idempotency_key_required": "Something went wrong sending your request. Please try again.",
+    "idempotency_conflict": "This request was already sent with different details. "
+                            "Please start again.",
+    "event_not_found": "We could not find this event.",
+    "hold_not_found": "We could not find these seats for your account. They may have "
+                      "been released.",
+    "hold_not_releasable": "These seats can no longer be released: their payment has started.",
+    "hold_expired": "Your hold on these seats has expired. Please choose seats again.",
+    "sale_not_open": "The sale for this event has not opened yet.",
+    "price_changed": "The price changed after you picked these seats. Please choose again.",
+    "seats_unavailable": "Sorry, some of those seats were just taken by someone else.",
+    "ticket_limit_exceeded": "That would take you over the ticket limit for this event.",
+    "inventory_unavailable": "Seats cannot be reserved right now. Please try again in "
+                             "a moment.",
+    "hold_checked_out": "These seats have already been paid for.",
+    "checkout_in_progress": "A payment for these seats is already in progress.",
+    "hold_expiring": "Too little time is left on your hold to pay. Please choose seats again.",
+    "invalid_payment_method": "Please check the card number.",
+    "payments_unavailable": "Payments are not available right now. Your seats stay held; "
+                            "please try again shortly.",
+    "order_not_found": "We could not find this order for your account.",
+    "invalid_signature": "The payment notification could not be verified.",
+    "invalid_webhook": "The payment notification could not be read.",
+    "admission_required": "Please join the queue for this event first.",
+    "admission_invalid": "Your access to this sale is not valid. Please join the queue again.",
+    "admission_expired": "Your shopping session has ended. Please join the queue again.",
+    "admission_wrong_event": "Your access is for another event. Please join this event's "
+                             "queue.",
+    "admission_wrong_account": "This access belongs to another account. Please join the "
+                               "queue with your own account.",
+    "admission_revoked": "You entered the sale on another device or tab, so this one was "
+                         "signed out of the sale.",
+    "admission_unavailable": "We cannot check your access right now. Please try again "
+                             "in a moment.",
+    "not_in_queue": "You are not in the queue for this event yet.",
+    "queue_not_open": "The queue for this event has not opened yet.",
+    "queue_closed": "The queue for this event is closed.",
+    "queue_unavailable": "The waiting room is busy. You keep your place; we will retry.",
+    "rate_limited": "You are going a little fast. Please wait a moment and try again.",
+    "pow_required": "Your browser needs to finish a short check before joining.",
+    "pow_invalid": "The browser check did not pass. Please try again.",
+    "policy_frozen": "The queue policy cannot change once the sale is open.",
+    "not_found": "We could not find that page.",
+    "method_not_allowed": "That action is not available here.",
+    "internal_error": "Something went wrong on our side. Please try again.",
+}
+
+FALLBACK = "Something went wrong. Please try again."
+
+
+def sentence(code: str | None) -> str:
+    """The human sentence for a problem code (a generic one for unknown codes)."""
+    return SENTENCES.get(code or "", FALLBACK)
