@@ -26,6 +26,20 @@ def env_int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
     return value
 
 
+def _share(env: Mapping[str, str], name: str, default: float, *, zero: bool = False) -> float:
+    """A fraction in (0, 1], or [0, 1] with ``zero``."""
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}") from None
+    if not (math.isfinite(value) and (0 <= value if zero else 0 < value) and value <= 1):
+        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}")
+    return value
+
+
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -91,6 +105,13 @@ class Settings:
     join_limit_account: int = 30
     poll_limit_ip: int = 6000
     poll_limit_account: int = 120
+    # The admission controller's targets (docs/edge.md#the-adaptive-controller).
+    target_hold_p99_ms: float = 300.0
+    target_lock_wait_p99_ms: float = 100.0
+    target_conflict_rate: float = 0.6
+    target_payment_error_rate: float = 0.05
+    target_completion_floor: float = 0.0
+    target_active_headroom: float = 0.9
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
@@ -196,6 +217,13 @@ def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "join_limit_account": env_int(env, "ONSALE_JOIN_LIMIT_ACCOUNT", 30, 1, 10**9),
         "poll_limit_ip": env_int(env, "ONSALE_POLL_LIMIT_IP", 6000, 1, 10**9),
         "poll_limit_account": env_int(env, "ONSALE_POLL_LIMIT_ACCOUNT", 120, 1, 10**9),
+        "target_hold_p99_ms": _float(env, "ONSALE_TARGET_HOLD_P99_MS", 300.0),
+        "target_lock_wait_p99_ms": _float(env, "ONSALE_TARGET_LOCK_WAIT_P99_MS", 100.0),
+        "target_conflict_rate": _share(env, "ONSALE_TARGET_CONFLICT_RATE", 0.6),
+        "target_payment_error_rate": _share(env, "ONSALE_TARGET_PAYMENT_ERROR_RATE", 0.05),
+        "target_completion_floor": _share(env, "ONSALE_TARGET_COMPLETION_FLOOR", 0.0,
+                                          zero=True),
+        "target_active_headroom": _share(env, "ONSALE_TARGET_ACTIVE_HEADROOM", 0.9),
     }
 
 

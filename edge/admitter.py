@@ -18,6 +18,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from core.config import Settings
 from core.db import queries
 from edge.admission import RateMeter, admit_budget
 from edge.caches import EventConfig, every
@@ -49,6 +50,16 @@ class EventRun:
     meter: RateMeter = field(default_factory=RateMeter)
 
 
+def targets_from(settings: Settings) -> Targets:
+    """The controller's targets from the ONSALE_TARGET_* settings."""
+    return Targets(hold_p99_ms=settings.target_hold_p99_ms,
+                   lock_wait_p99_ms=settings.target_lock_wait_p99_ms,
+                   conflict_rate=settings.target_conflict_rate,
+                   payment_error_rate=settings.target_payment_error_rate,
+                   completion_floor=settings.target_completion_floor,
+                   active_headroom=settings.target_active_headroom)
+
+
 class Admitter:
     def __init__(self, edge: Edge, *, owner: str | None = None,
                  health: HealthSource | None = None, targets: Targets | None = None,
@@ -56,7 +67,7 @@ class Admitter:
         self.edge = edge
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.health = health or HealthSource(edge.redis)
-        self.targets = targets or Targets()
+        self.targets = targets or targets_from(edge.settings)
         self.control_seconds = control_seconds
         self.runs: dict[int, EventRun] = {}
         self.record = record

@@ -36,3 +36,20 @@ def test_a_polling_visitor_can_never_be_dropped() -> None:
     with pytest.raises(ConfigError, match="half"):
         Settings.from_env({**BASE, "ONSALE_QUEUE_ABANDON_SECONDS": "10",
                            "ONSALE_QUEUE_POLL_SECONDS": "6"})
+
+
+def test_controller_targets_are_settings() -> None:
+    from edge.admitter import targets_from
+    from edge.controller import Targets
+
+    assert targets_from(Settings.from_env(BASE)) == Targets()
+    s = Settings.from_env({**BASE, "ONSALE_TARGET_HOLD_P99_MS": "150",
+                           "ONSALE_TARGET_CONFLICT_RATE": "0.3",
+                           "ONSALE_TARGET_COMPLETION_FLOOR": "0"})
+    t = targets_from(s)
+    assert (t.hold_p99_ms, t.conflict_rate, t.completion_floor) == (150.0, 0.3, 0.0)
+    for bad in ({"ONSALE_TARGET_CONFLICT_RATE": "0"}, {"ONSALE_TARGET_CONFLICT_RATE": "1.5"},
+                {"ONSALE_TARGET_ACTIVE_HEADROOM": "x"}, {"ONSALE_TARGET_HOLD_P99_MS": "-1"},
+                {"ONSALE_TARGET_COMPLETION_FLOOR": "-0.1"}):
+        with pytest.raises(ConfigError):
+            Settings.from_env({**BASE, **bad})
