@@ -63,16 +63,37 @@ def verify_document(doc: dict[str, object]) -> list[str]:
     return problems
 
 
+def merge_pages(pages: list[dict[str, object]]) -> tuple[dict[str, object], list[str]]:
+    """One document from the pages of a published draw, and what is wrong
+    with them as a set (a missing page, or pages of different draws)."""
+    problems: list[str] = []
+    first = pages[0]
+    participants: list[object] = []
+    for page in pages:
+        if (page.get("seed"), page.get("commitment")) != (first.get("seed"),
+                                                           first.get("commitment")):
+            problems.append("the pages are not from the same draw")
+        found = page.get("participants")
+        participants += found if isinstance(found, list) else []
+    count = first.get("participant_count")
+    if isinstance(count, int) and count != len(participants):
+        problems.append(f"{len(participants)} participants in the pages, {count} published: "
+                        "fetch every page (follow `next`)")
+    return {**first, "participants": participants}, problems
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m edge.draw DRAW_JSON_FILE (or - for stdin)", file=sys.stderr)
+    if not args:
+        print("usage: python -m edge.draw DRAW_JSON_FILE... (every page; - for stdin)",
+              file=sys.stderr)
         return 2
-    text = sys.stdin.read() if args[0] == "-" else Path(args[0]).read_text()
-    doc = json.loads(text)
-    problems = verify_document(doc)
-    if isinstance(doc.get("seed"), str) and isinstance(doc.get("participants"), list):
-        for place, participant in enumerate(draw_order(doc["seed"], doc["participants"]), 1):
+    pages = [json.loads(sys.stdin.read() if a == "-" else Path(a).read_text()) for a in args]
+    doc, problems = merge_pages(pages)
+    problems += verify_document(doc)
+    seed, participants = doc.get("seed"), doc.get("participants")
+    if isinstance(seed, str) and isinstance(participants, list):
+        for place, participant in enumerate(draw_order(seed, map(str, participants)), 1):
             print(place, participant)
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)

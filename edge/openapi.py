@@ -43,8 +43,13 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                 "503": _problem("queue_unavailable")}}},
     "/api/events/{event_id}/queue/draw": {"get": {
         "summary": "The random draw: commitment before the sale, seed and participants after",
-        "parameters": [_EVENT],
-        "responses": {"200": _json("QueueDraw"), "404": _problem("event_not_found")}}},
+        "parameters": [_EVENT,
+                       {"name": "page", "in": "query", "schema": {"type": "integer",
+                                                                  "minimum": 1}},
+                       {"name": "per_page", "in": "query", "schema": {
+                           "type": "integer", "minimum": 1, "maximum": 100_000}}],
+        "responses": {"200": _json("QueueDraw"), "400": _problem("invalid_request"),
+                      "404": _problem("event_not_found")}}},
     "/api/ops/events/{event_id}/queue": {
         "get": {"summary": "Waiting-room settings, live figures and controller state (operator)",
                 "security": _ADMIN, "parameters": [_EVENT],
@@ -90,7 +95,11 @@ EDGE_SCHEMAS: dict[str, Any] = {
         "event_id": {"type": "integer"}, "commitment": {"type": ["string", "null"]},
         "seed": {"type": ["string", "null"]},
         "drawn_at": {"type": ["string", "null"], "format": "date-time"},
-        "participants": {"type": ["array", "null"], "items": {"type": "string"}},
+        "participant_count": {"type": ["integer", "null"]},
+        "page": {"type": "integer"}, "per_page": {"type": "integer"},
+        "pages": {"type": ["integer", "null"]}, "next": {"type": ["string", "null"]},
+        "participants": {"type": ["array", "null"], "items": {"type": "string"},
+                         "description": "this page's slice of the sorted participant ids"},
         "method": {"type": "string"}}},
     "QueueSettings": {"type": "object", "properties": _QUEUE_SETTINGS},
     "QueueOps": {"type": "object", "properties": {

@@ -272,21 +272,45 @@ async def queue(request: Request) -> Response:
     return await (join(request) if request.method == "POST" else poll(request))
 
 
+DRAW_PAGE_MAX = 100_000
+
+
+def _page_param(request: Request, name: str, default: int, most: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= most:
+        raise Problem(400, "invalid_request", detail=f"{name} must be an integer 1-{most}.")
+    return int(raw)
+
+
 async def draw(request: Request) -> Response:
-    """The published random draw: commitment, then seed and participants."""
+    """The published random draw: commitment, then seed and participants, a
+    page at a time (``?page=1&per_page=100000``; ``next`` links the rest)."""
     edge = _edge(request)
     event_id = int_path(request, "event_id", "event_not_found")
+    page = _page_param(request, "page", 1, 10**6)
+    per_page = _page_param(request, "per_page", DRAW_PAGE_MAX, DRAW_PAGE_MAX)
+    first = (page - 1) * per_page + 1
     async with edge.db.connection() as conn:
-        row = await conn.fetchrow(queries("queue")["published_draw"], event_id)
+        row = await conn.fetchrow(queries("queue")["published_draw"], event_id,
+                                  first, first + per_page - 1)
     if row is None:
         raise Problem(404, "event_not_found")
     participants = row["participants"]
+    count = row["participant_count"]
+    pages = None if count is None else max(1, -(-count // per_page))
+    more = pages is not None and page < pages
     return JSONResponse({
         "event_id": event_id,
         "commitment": row["draw_commitment"],
         "seed": row["draw_seed"],
         "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
-        "participants": None if participants is None else [str(p) for p in participants],
+        "participant_count": count,
+        "page": page, "per_page": per_page, "pages": pages,
+        "next": (f"/api/events/{event_id}/queue/draw?page={page + 1}&per_page={per_page}"
+                 if more else None),
+        "participants": None if count is None else [str(p) for p in participants or ()],
         "method": "place i = i-th participant sorted by HMAC-SHA256(key=seed, msg=id), hex "
                   "ascending; check sha256(seed) == commitment (python -m edge.draw)",
     }, headers={"Cache-Control": "public, max-age=60" if row["draw_seed"] else "no-store"})

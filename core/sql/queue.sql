@@ -50,6 +50,8 @@ FROM event_draw_secrets s
 WHERE e.event_id = $1 AND s.event_id = e.event_id;
 
 -- name: published_draw
-SELECT e.draw_commitment, e.draw_seed, e.drawn_at, d.participants
+-- $2, $3: the 1-based, inclusive slice of the participants for one page.
+SELECT e.draw_commitment, e.draw_seed, e.drawn_at,
+       cardinality(d.participants) AS participant_count, d.participants[$2:$3] AS participants
 FROM events e LEFT JOIN queue_draws d USING (event_id)
 WHERE e.event_id = $1;

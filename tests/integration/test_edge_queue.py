@@ -9,7 +9,7 @@ from typing import Any
 
 import redis.asyncio
 
-from edge.draw import commitment, draw_order, verify_document
+from edge.draw import commitment, draw_order, merge_pages, verify_document
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import ADMIN_TOKEN
 from tests.integration.edge_support import (
@@ -115,6 +115,16 @@ async def test_random_draw_is_reproducible_from_the_revealed_seed(
         async with api.client() as c:
             doc = (await c.get(f"/api/events/{event_id}/queue/draw")).json()
             after = (await c.get(f"/api/events/{event_id}")).json()["queue"]["draw"]
+            pages = [(await c.get(f"/api/events/{event_id}/queue/draw?per_page=15")).json()]
+            while pages[-1]["next"]:
+                pages.append((await c.get(pages[-1]["next"])).json())
+            bad = await c.get(f"/api/events/{event_id}/queue/draw?per_page=100001")
+        assert (bad.status_code, bad.json()["code"]) == (400, "invalid_request")
+        assert [len(p["participants"]) for p in pages] == [15, 15, 10]
+        assert {p["pages"] for p in pages} == {3} and doc["participant_count"] == 40
+        merged, missing = merge_pages(pages)
+        assert missing == [] and merged["participants"] == doc["participants"]
+        assert merge_pages(pages[:2])[1] != []  # a page left out is noticed
         assert doc["commitment"] == published == commitment(doc["seed"])
         assert after["seed"] == doc["seed"]
         assert verify_document(doc) == []

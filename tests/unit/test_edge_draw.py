@@ -62,3 +62,18 @@ def test_the_command_recomputes_the_order(tmp_path: Path, capsys: object) -> Non
     path.write_text(json.dumps({**doc, "order": PEOPLE}))
     assert main([str(path)]) == 1
     assert main([]) == 2
+
+
+def test_the_command_takes_every_page_and_notices_a_missing_or_foreign_one(
+        tmp_path: Path) -> None:
+    base = {"seed": SEED, "commitment": commitment(SEED), "participant_count": len(PEOPLE)}
+    half = len(PEOPLE) // 2
+    one, two = tmp_path / "1.json", tmp_path / "2.json"
+    one.write_text(json.dumps({**base, "participants": PEOPLE[:half]}))
+    two.write_text(json.dumps({**base, "participants": PEOPLE[half:]}))
+    assert main([str(one), str(two)]) == 0
+    assert main([str(one)]) == 1
+    other = "f" * 64
+    two.write_text(json.dumps({**base, "seed": other, "commitment": commitment(other),
+                               "participants": PEOPLE[half:]}))
+    assert main([str(one), str(two)]) == 1
