@@ -17,7 +17,7 @@ from core.config import ConfigError, Settings
 from core.db import Database, create_pool
 from core.problems import Problem, http_exception_handler, problem_handler
 from core.sessions import SessionCodec
-from edge import ops, routes
+from edge import ops, ops_dashboard, routes
 from edge.pow import RiskHook, no_risk
 from edge.queue_store import connect
 from edge.runtime import build_edge, start_edge, stop_edge
@@ -26,7 +26,7 @@ Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
 
 
 def edge_routes() -> list[Route]:
-    return [*routes.routes, *ops.routes]
+    return [*routes.routes, *ops.routes, *ops_dashboard.routes]
 
 
 def edge_lifespan(settings: Settings, *, admitter: bool, risk: RiskHook = no_risk,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.openapi import _EVENT, _QUEUE_SETTINGS, _json, _problem
+from edge.ops_dashboard import OPS_PATHS, OPS_SCHEMAS
 
 _ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
 _TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,
@@ -108,3 +109,7 @@ EDGE_SCHEMAS: dict[str, Any] = {
                                                   "abandoned, eta_seconds_for_last, ..."},
         "controller": {"type": "object", "description": "state, rate_per_minute, reasons"}}},
 }
+
+# The operator console's routes (edge/ops_dashboard.py).
+EDGE_PATHS.update(OPS_PATHS)
+EDGE_SCHEMAS.update(OPS_SCHEMAS)

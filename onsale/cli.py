@@ -249,7 +249,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_event_create(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"name": args.name, "seats": args.seats}
     for field in ("hold_ttl_seconds", "max_tickets_per_account", "max_seats_per_hold",
-                  "onsale_at", "starts_at"):
+                  "onsale_at", "starts_at", "queue_policy", "prequeue_at",
+                  "admission_rate_min", "admission_rate_max", "active_cap", "pow_difficulty"):
         value = getattr(args, field)
         if value is not None:
             body[field] = value
@@ -301,6 +302,20 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--max-seats-per-hold", dest="max_seats_per_hold", type=int)
     create.add_argument("--onsale-at", dest="onsale_at", help="ISO 8601 time with zone")
     create.add_argument("--starts-at", dest="starts_at", help="ISO 8601 time with zone")
+    # The waiting room (docs/edge.md); checked by parse_event_spec like POST /api/ops/events.
+    create.add_argument("--queue-policy", dest="queue_policy",
+                        help="fifo (default), random or passthrough")
+    create.add_argument("--prequeue-at", dest="prequeue_at",
+                        help="ISO 8601 time with zone, not after --onsale-at: the queue "
+                             "opens (default: when the event is created)")
+    create.add_argument("--admission-rate-min", dest="admission_rate_min", type=int,
+                        help="new shoppers per minute, lower bound (default 60)")
+    create.add_argument("--admission-rate-max", dest="admission_rate_max", type=int,
+                        help="new shoppers per minute, upper bound (default 6000)")
+    create.add_argument("--active-cap", dest="active_cap", type=int,
+                        help="most shoppers admitted at once (default 10000)")
+    create.add_argument("--pow-difficulty", dest="pow_difficulty", type=int,
+                        help="proof-of-work bits required to join, 0-32 (default 0: off)")
     create.set_defaults(func=cmd_event_create)
     return p
 

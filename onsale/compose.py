@@ -25,8 +25,6 @@ from edge.seatmap_gate import admission_gate
 from edge.seatmap_gate import install as install_admission_gate
 from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from seatmap.config import SeatmapSettings
-from web.index import index_page
-from web.order_page import order_page
 from web.pages import page_routes
 
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
@@ -96,8 +94,7 @@ def build_app(role: str, settings: Settings, *,
         return build_edge_app(settings, admitter=True)
     if role == "dev":
         core = build_core_app(settings, sweeper=True)
-        core.router.routes[:0] = [*page_routes(), Route("/", index_page, methods=["GET"]),
-                                   Route("/orders/{order_id}", order_page, methods=["GET"])]
+        core.router.routes[:0] = page_routes()
         if settings.redis_url is None:  # onsale dev always has one; without it no queue
             return core
         mount_edge(core, settings, admitter=True)

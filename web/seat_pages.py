@@ -1,7 +1,176 @@
-"""Pages: (being built)."""
+"""The seat map, checkout and order pages (docs/web.md).
+
+The server renders what it knows (the event, the hold, the order) so each
+page reads well before any script runs; the scripts under ``web/static/js``
+(``seatmap*.js``, ``checkout.js``, ``order.js``) keep them live through the
+same JSON API as any other client. These handlers only read: a page view
+never changes a hold, an order or a payment.
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
 
-routes: list[BaseRoute] = []
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from core.checkout import read_order
+from core.db import Database, queries
+from core.events import event_json
+from core.holds import hold_json
+from core.problems import Problem
+from core.timefmt import utc_iso
+from web.messages import sentence
+from web.templating import render, signed_in_account
+
+# What the shopper reads for each payment status of an order (docs/api.md).
+PAYMENT_WORDS: dict[str, str] = {
+    "PENDING": "We are waiting for your payment.",
+    "REQUIRES_ACTION": "Your bank needs you to confirm this payment.",
+    "UNKNOWN": "Your payment is being confirmed with the bank. Your seats are kept meanwhile.",
+    "AUTHORIZED": "Your payment is authorized. We are finishing your order.",
+    "CAPTURED": "Paid. Your tickets are below.",
+    "DECLINED": "Your card was declined. You can try another card while your hold lasts.",
+    "VOIDED": "This payment was cancelled and you were not charged.",
+    "CAPTURE_FAILED": "The payment could not be completed, so the order was cancelled. "
+                      "You were not charged.",
+    "FAILED": "The payment did not complete in time, so the seats were released.",
+}
+# Payment statuses after which nothing changes by itself (DECLINED waits for
+# the shopper to try another card).
+FINAL = frozenset({"CAPTURED", "DECLINED", "VOIDED", "CAPTURE_FAILED", "FAILED"})
+
+HOLD_WORDS: dict[str, str] = {
+    "HELD": "These seats are held for you until the time runs out.",
+    "PAYMENT_PENDING": "A payment for these seats is already in progress.",
+    "CONFIRMED": "These seats have already been paid for.",
+    "RELEASED": "This hold was released. Please choose seats again.",
+    "EXPIRED": "Your hold on these seats has expired. Please choose seats again.",
+}
+
+# The payment simulator's test cards (docs/psp.md), shown as hints.
+TEST_CARDS: tuple[tuple[str, str], ...] = (
+    ("4242 4242 4242 4242", "approved"),
+    ("4000 0000 0000 0002", "declined"),
+    ("4000 0000 0000 9995", "declined: insufficient funds"),
+    ("4000 0027 6000 3184", "asks for 3-D Secure"),
+)
+
+# ISO 4217 currencies without minor units; every other one has two.
+ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
+                          "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"})
+
+
+def money(amount_minor: int, currency: str) -> str:
+    """``15000, "USD"`` -> ``"150.00 USD"`` (what the scripts show too)."""
+    if currency.upper() in ZERO_DECIMAL:
+        return f"{amount_minor:,} {currency}"
+    sign = "-" if amount_minor < 0 else ""
+    major, minor = divmod(abs(amount_minor), 100)
+    return f"{sign}{major:,}.{minor:02d} {currency}"
+
+
+def seat_label(seat: dict[str, Any]) -> str:
+    return f"Section {seat['section']}, row {seat['row']}, seat {seat['number']}"
+
+
+def is_final(order: dict[str, Any]) -> bool:
+    """Whether the order page can stop following the order: its payment is
+    final and, once paid, its tickets are there."""
+    status = str(order["payment_status"])
+    return status in FINAL and (status != "CAPTURED" or bool(order["tickets"]))
+
+
+def _uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def _sign_in(request: Request) -> Response:
+    return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
+
+
+def problem_page(request: Request, status: int, code: str, *, title: str,
+                 link: tuple[str, str] | None = None) -> Response:
+    return render(request, "seats/problem.html", status_code=status, title=title,
+                  text=sentence(code), link=link)
+
+
+async def seat_map_page(request: Request) -> Response:
+    if signed_in_account(request) is None:
+        return _sign_in(request)
+    try:
+        event_id = int(request.path_params["event_id"])
+    except ValueError:
+        event_id = 0
+    row = None
+    if 0 < event_id < 2**63:
+        db: Database = request.app.state.db
+        async with db.connection() as conn:
+            row = await conn.fetchrow(queries("events")["events"], event_id)
+    if row is None:
+        return problem_page(request, 404, "event_not_found", title="Event not found",
+                            link=("/", "See all events"))
+    event = event_json(row)
+    page = {"event": event, "queue_url": f"/events/{event_id}/queue"}
+    return render(request, "seats/map.html", event=event, page=page)
+
+
+async def checkout_page(request: Request) -> Response:
+    account = signed_in_account(request)
+    if account is None:
+        return _sign_in(request)
+    hold_id = _uuid(request.path_params["hold_id"])
+    row = None
+    if hold_id is not None:
+        db: Database = request.app.state.db
+        async with db.connection() as conn:
+            row = await conn.fetchrow(queries("holds")["get_hold"], hold_id, account)
+    if row is None:
+        return problem_page(request, 404, "hold_not_found", title="Seats not found",
+                            link=("/", "See all events"))
+    hold = hold_json(row)
+    page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL),
+            "now": utc_iso(datetime.now(UTC)),  # the countdown corrects the browser's clock
+            "seats_url": f"/events/{hold['event_id']}/seats",
+            "queue_url": f"/events/{hold['event_id']}/queue"}
+    return render(request, "seats/checkout.html", hold=hold, page=page, money=money,
+                  seat_label=seat_label, hold_words=HOLD_WORDS.get(hold["status"], ""),
+                  cards=TEST_CARDS)
+
+
+async def order_page(request: Request) -> Response:
+    """Where checkout's 3-D Secure return URL points (ONSALE_PUBLIC_URL/orders/{id}).
+    It only reads the order: arriving here confirms nothing."""
+    account = signed_in_account(request)
+    if account is None:
+        return _sign_in(request)
+    order_id = _uuid(request.path_params["order_id"])
+    order = None
+    if order_id is not None:
+        try:
+            order = await read_order(request.app.state.db, order_id, account)
+        except Problem:
+            order = None
+    if order is None:
+        return problem_page(request, 404, "order_not_found", title="Order not found",
+                            link=("/", "See all events"))
+    labels = {int(seat["seat_id"]): seat_label(seat) for seat in order["seats"]}
+    page = {"order": order, "words": PAYMENT_WORDS, "final": sorted(FINAL),
+            "done": is_final(order), "labels": {str(k): v for k, v in labels.items()}}
+    words = PAYMENT_WORDS.get(str(order["payment_status"]), "")
+    return render(request, "seats/order.html", order=order, page=page, money=money,
+                  seat_label=seat_label, labels=labels, words=words)
+
+
+routes: list[BaseRoute] = [
+    Route("/events/{event_id}/seats", seat_map_page, methods=["GET"]),
+    Route("/checkout/{hold_id}", checkout_page, methods=["GET"]),
+    Route("/orders/{order_id}", order_page, methods=["GET"]),
+]

@@ -1,7 +1,191 @@
-"""Pages: (being built)."""
+"""The shopper's pages before the seat map: sign up, sign in, sign out, the
+event list, one event, and its waiting room (docs/web.md).
+
+The pages read events with the same query as ``GET /api/events`` and shape
+them with the same ``event_json``; everything that changes while a page is
+open (queue position, admission) comes from the JSON API, called by the
+page's JavaScript (``web/static/js/account.js``, ``queue.js``).
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import time
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
 
-routes: list[BaseRoute] = []
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from core.db import Database, queries
+from core.events import event_json
+from core.problems import Problem
+from core.sessions import SessionCodec
+from edge.tokens import ticket_cookie
+from web.messages import sentence
+from web.templating import render, signed_in_account
+
+ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
+                          "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"})
+
+
+# ---- wording (pure) --------------------------------------------------------
+
+def parse_time(value: str) -> datetime:
+    """An API instant (``2026-11-29T10:14:15.613054Z``) as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def clock(value: datetime) -> str:
+    """``14:30 UTC``: the time of day the pages show (UTC, like the API)."""
+    return f"{value.astimezone(UTC):%H:%M} UTC"
+
+
+def when(value: datetime) -> str:
+    """``Tue 1 Dec 2026, 14:30 UTC``."""
+    v = value.astimezone(UTC)
+    return f"{v:%a} {v.day} {v:%b %Y}, {clock(v)}"
+
+
+def policy_words(policy: str, onsale_at: datetime) -> str:
+    """The queue policy in plain words (docs/edge.md#policies)."""
+    if policy == "fifo":
+        return "first come, first served"
+    if policy == "random":
+        return f"random draw at {clock(onsale_at)} for everyone who arrives before"
+    if policy == "passthrough":
+        return "no queue: straight in"
+    return "a queue decides the order of entry"
+
+
+def money(minor: int, currency: str) -> str:
+    """``150.00 USD`` (``1,500 JPY`` for currencies without minor units)."""
+    if currency.upper() in ZERO_DECIMAL:
+        return f"{minor:,} {currency}"
+    return f"{minor / 100:,.2f} {currency}"
+
+
+def safe_next(value: str | None) -> str:
+    """Where to go after signing in: a path on this site only (no open redirect)."""
+    if (not value or not value.startswith("/") or value.startswith("//")
+            or "\\" in value or any(ord(c) < 32 for c in value)):
+        return "/"
+    return value
+
+
+def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The API's event JSON plus what the templates show in words."""
+    onsale_at = parse_time(doc["onsale_at"])
+    starts_at = parse_time(doc["starts_at"])
+    queue = doc["queue"]
+    prequeue_at = parse_time(queue["prequeue_at"]) if queue["prequeue_at"] else None
+    return {
+        **doc,
+        "onsale_when": when(onsale_at),
+        "starts_when": when(starts_at),
+        "prequeue_when": when(prequeue_at) if prequeue_at else None,
+        "policy": queue["policy"],
+        "policy_words": policy_words(queue["policy"], onsale_at),
+        "sale_open": now >= onsale_at,
+        "queue_open": prequeue_at is None or now >= prequeue_at,
+        "over": now >= starts_at,
+        "draw": queue["draw"],
+        "pow_difficulty": queue["pow_difficulty"],
+        "tiers": [{"name": t["name"], "price": money(t["price_minor"], doc["currency"])}
+                  for t in doc["price_tiers"]],
+    }
+
+
+# ---- data ------------------------------------------------------------------
+
+async def _events(request: Request, event_id: int | None) -> list[dict[str, Any]]:
+    db: Database = request.app.state.db
+    async with db.connection() as conn:
+        rows = await conn.fetch(queries("events")["events"], event_id)
+    now = datetime.now(UTC)
+    return [event_view(event_json(r), now) for r in rows]
+
+
+def _event_id(request: Request) -> int | None:
+    raw = request.path_params["event_id"]
+    if not raw.isdigit() or len(raw) > 18:
+        return None
+    return int(raw)
+
+
+def problem_page(request: Request, code: str, status: int) -> Response:
+    """A page that says what went wrong in a sentence (never JSON or a trace)."""
+    return render(request, "shop/problem.html", status_code=status, sentence=sentence(code),
+                  code=code)
+
+
+async def _one_event(request: Request) -> dict[str, Any] | Response:
+    event_id = _event_id(request)
+    try:
+        found = await _events(request, event_id) if event_id is not None else []
+    except Problem as problem:
+        return problem_page(request, problem.code, problem.status)
+    if not found:
+        return problem_page(request, "event_not_found", 404)
+    return found[0]
+
+
+# ---- pages -----------------------------------------------------------------
+
+async def event_list(request: Request) -> Response:
+    try:
+        events = await _events(request, None)
+    except Problem as problem:
+        return problem_page(request, problem.code, problem.status)
+    return render(request, "shop/events.html", events=events)
+
+
+async def event_page(request: Request) -> Response:
+    event = await _one_event(request)
+    if isinstance(event, Response):
+        return event
+    queue_path = f"/events/{event['event_id']}/queue"
+    return render(request, "shop/event.html", event=event, queue_path=queue_path,
+                  signin_path=f"/signin?next={quote(queue_path, safe='/')}")
+
+
+async def waiting_room(request: Request) -> Response:
+    if signed_in_account(request) is None:
+        target = quote(request.url.path, safe="/")
+        return RedirectResponse(f"/signin?next={target}", status_code=303)
+    event = await _one_event(request)
+    if isinstance(event, Response):
+        return event
+    event_id = event["event_id"]
+    return render(request, "shop/queue.html", event=event,
+                  joined=ticket_cookie(event_id) in request.cookies,
+                  seats_path=f"/events/{event_id}/seats",
+                  server_now_ms=int(time.time() * 1000))
+
+
+async def signin_page(request: Request) -> Response:
+    return render(request, "shop/signin.html", next=safe_next(request.query_params.get("next")))
+
+
+async def signup_page(request: Request) -> Response:
+    return render(request, "shop/signup.html", next=safe_next(request.query_params.get("next")))
+
+
+async def signout(request: Request) -> Response:
+    """Forget the session cookie in this browser and go home (the API's
+    ``DELETE /api/session`` does the same for scripts)."""
+    response = RedirectResponse("/", status_code=303)
+    codec: SessionCodec = request.app.state.sessions
+    codec.clear_cookie(response)
+    return response
+
+
+routes = [
+    Route("/", event_list, methods=["GET"]),
+    Route("/events/{event_id}", event_page, methods=["GET"]),
+    Route("/events/{event_id}/queue", waiting_room, methods=["GET"]),
+    Route("/signin", signin_page, methods=["GET"]),
+    Route("/signup", signup_page, methods=["GET"]),
+    Route("/signout", signout, methods=["POST"]),
+]

@@ -11,6 +11,7 @@ from core.openapi import document
 from core.problems import TITLES
 from edge.app import build_edge_app
 from onsale.compose import ROLES, build_app
+from web.pages import page_routes
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
                     secret_key="unit-test-secret-0123456789",
@@ -38,7 +39,9 @@ def test_the_edge_role_serves_its_document() -> None:
 def test_the_dev_app_serves_core_and_edge() -> None:
     app = build_app("dev", SETTINGS)  # and the seat map (tests/unit/test_seatmap_roles.py)
     assert app.state.openapi_parts == ("core", "edge", "seatmap")
-    pages = {("/", "get"), ("/orders/{order_id}", "get")}
+    pages = {(r.path_format, m.lower()) for r in page_routes() if isinstance(r, Route)
+             for m in r.methods or () if m != "HEAD"}
+    assert ("/", "get") in pages and ("/orders/{order_id}", "get") in pages
     assert served(app) - pages == documented(("core", "edge", "seatmap"))
 
 

@@ -1,0 +1,314 @@
+"""Operator routes behind the console (docs/console.md), Bearer ONSALE_ADMIN_TOKEN:
+
+- ``GET /api/ops/events/{id}/dashboard``: the queue's settings, live figures
+  and controller (``edge.ops.queue_doc``), core health as the controller sees
+  it, the event's open payments, and the seat map's change-capture lag. Cached
+  per process for ``DASHBOARD_TTL`` seconds: every open console shares one read.
+- ``GET /api/ops/audit``: the invariant checks of ``onsale audit``
+  (core/audit.py), run at most once per ``AUDIT_TTL`` seconds per process
+  (``?fresh=1``: once per ``AUDIT_MIN_INTERVAL``); concurrent callers wait for
+  the same run.
+- ``POST /api/ops/fairness``: the fairness lab (edge/fairness.py) with an
+  event's settings as defaults; one simulation at a time per process, in a
+  thread, so the event loop keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core.audit import run_audit
+from core.db import queries
+from core.health import HEALTH_KEY
+from core.inputs import int_path, json_object
+from core.openapi import _EVENT, _json, _problem
+from core.problems import Problem
+from core.sessions import require_admin
+from core.timefmt import utc_iso
+from edge.fairness import FairnessInputError, compare, parse_scenario
+from edge.health import FRESH_SECONDS, fold
+from edge.ops import queue_doc
+from edge.runtime import Edge
+from seatmap.bus import ALIVE
+from seatmap.config import SeatmapSettings
+from seatmap.queries import queries as seatmap_queries
+
+DASHBOARD_TTL = 1.0
+AUDIT_TTL = 30.0
+AUDIT_MIN_INTERVAL = 10.0
+AUDIT_SAMPLE_ROWS = 5
+
+
+class Cached:
+    """One value per key, recomputed when older than its TTL; callers arriving
+    while it is being computed wait for that computation (no stampede)."""
+
+    def __init__(self) -> None:
+        self._values: dict[Any, tuple[float, Any]] = {}
+        self._locks: dict[Any, asyncio.Lock] = {}
+
+    def age(self, key: Any) -> float | None:
+        found = self._values.get(key)
+        return None if found is None else time.monotonic() - found[0]
+
+    async def get(self, key: Any, ttl: float, compute: Callable[[], Awaitable[Any]]) -> Any:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            found = self._values.get(key)
+            if found is not None and time.monotonic() - found[0] < ttl:
+                return found[1]
+            value = await compute()
+            self._values[key] = (time.monotonic(), value)
+            return value
+
+
+class OpsState:
+    def __init__(self) -> None:
+        self.cache = Cached()
+        self.simulating = asyncio.Semaphore(1)
+
+
+def _state(request: Request) -> OpsState:
+    state: OpsState | None = getattr(request.app.state, "ops_console", None)
+    if state is None:
+        state = OpsState()
+        request.app.state.ops_console = state
+    return state
+
+
+def _edge(request: Request) -> Edge:
+    edge: Edge = request.app.state.edge
+    return edge
+
+
+# -- the dashboard ---------------------------------------------------------------
+
+async def health_doc(edge: Edge, active: int, cap: int) -> dict[str, Any]:
+    now = time.time()
+    try:
+        raw = await edge.redis.hgetall(HEALTH_KEY)
+    except Exception as exc:
+        return {"redis_ok": False, "error": type(exc).__name__}
+    reports = []
+    for value in raw.values():
+        try:
+            reports.append(json.loads(value))
+        except ValueError:
+            continue
+    h = fold(reports, now, active=active, cap=cap)
+    return {
+        "redis_ok": True, "core_ok": h.core_ok,
+        "fresh_reports": sum(1 for r in reports if now - float(r.get("t", 0)) <= FRESH_SECONDS),
+        "hold_p99_ms": h.hold_p99_ms, "lock_wait_p99_ms": h.lock_wait_p99_ms,
+        "conflict_rate": h.conflict_rate, "payment_error_rate": h.payment_error_rate,
+        "completion_rate": h.completion_rate,
+    }
+
+
+async def payments_doc(edge: Edge, event_id: int) -> dict[str, Any]:
+    try:
+        async with edge.db.connection() as conn:
+            row = await conn.fetchrow(queries("ops")["open_payments"], event_id)
+    except Problem:
+        return {"available": False}
+    return {"available": True, "unknown": row["unknown"], "pending": row["pending"],
+            "requires_action": row["requires_action"],
+            "oldest_unknown_seconds": round(row["oldest_unknown_seconds"], 1)}
+
+
+async def cdc_doc(edge: Edge) -> dict[str, Any]:
+    slot_name = SeatmapSettings.from_env().slot
+    doc: dict[str, Any] = {"slot": slot_name}
+    try:
+        async with edge.db.connection() as conn:
+            slot = await conn.fetchrow(seatmap_queries("cdc")["slot"], slot_name)
+    except Problem:
+        slot = None
+        doc["available"] = False
+    doc.update({"present": slot is not None,
+                "active": bool(slot["active"]) if slot else False,
+                "wal_status": slot["wal_status"] if slot else None,
+                "lag_bytes": int(slot["lag_bytes"] or 0) if slot else None})
+    try:
+        doc["consumer_alive"] = bool(await edge.redis.exists(ALIVE))
+    except Exception:
+        doc["consumer_alive"] = None
+    return doc
+
+
+async def dashboard_doc(edge: Edge, event_id: int) -> dict[str, Any]:
+    queue = await queue_doc(edge, event_id)
+    live, settings = queue["live"], queue["settings"]
+    health, payments, cdc = await asyncio.gather(
+        health_doc(edge, int(live["active"]) + int(live["admitted_not_arrived"]),
+                   int(settings["active_cap"])),
+        payments_doc(edge, event_id), cdc_doc(edge))
+    return {"event_id": event_id, "at": utc_iso(datetime.now(UTC)), "queue": queue,
+            "health": health, "payments": payments, "cdc": cdc}
+
+
+async def dashboard(request: Request) -> Response:
+    require_admin(request)
+    event_id = int_path(request, "event_id", "event_not_found")
+    edge = _edge(request)
+    doc = await _state(request).cache.get(("dashboard", event_id), DASHBOARD_TTL,
+                                          lambda: dashboard_doc(edge, event_id))
+    return JSONResponse(doc, headers={"Cache-Control": "no-store"})
+
+
+# -- the audit -------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+async def audit_doc(edge: Edge) -> dict[str, Any]:
+    started = time.monotonic()
+    async with edge.db.connection() as conn:
+        results = await run_audit(conn)
+    checks = [{"name": name, "ok": not rows, "violations": len(rows),
+               "sample": _plain(rows[:AUDIT_SAMPLE_ROWS])} for name, rows in results.items()]
+    total = sum(c["violations"] for c in checks)
+    return {"ok": total == 0, "violations": total, "checks": checks,
+            "checked_at": utc_iso(datetime.now(UTC)),
+            "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+async def audit(request: Request) -> Response:
+    require_admin(request)
+    edge = _edge(request)
+    cache = _state(request).cache
+    ttl = AUDIT_MIN_INTERVAL if request.query_params.get("fresh") in ("1", "true") else AUDIT_TTL
+    doc = dict(await cache.get("audit", ttl, lambda: audit_doc(edge)))
+    doc["age_seconds"] = round(cache.age("audit") or 0.0, 1)
+    doc["cached_for_seconds"] = AUDIT_TTL
+    return JSONResponse(doc, headers={"Cache-Control": "no-store"})
+
+
+# -- the fairness lab ------------------------------------------------------------
+
+async def event_defaults(edge: Edge, event_id: Any) -> dict[str, Any]:
+    if isinstance(event_id, bool) or not isinstance(event_id, int):
+        raise Problem(400, "invalid_request", detail="event_id must be an event's number",
+                      field="event_id")
+    async with edge.db.connection() as conn:
+        row = await conn.fetchrow(queries("ops")["event_settings"], event_id)
+    if row is None:
+        raise Problem(404, "event_not_found")
+    return {"seats": row["seat_count"], "tickets_per_account": row["max_tickets_per_account"],
+            "rate_min": row["admission_rate_min"], "rate_max": row["admission_rate_max"],
+            "active_cap": row["active_cap"], "session_seconds": row["hold_ttl_seconds"]}
+
+
+async def fairness(request: Request) -> Response:
+    require_admin(request)
+    body = await json_object(request)
+    defaults = None
+    if body.get("event_id") is not None:
+        defaults = await event_defaults(_edge(request), body["event_id"])
+    try:
+        scenario = parse_scenario({k: v for k, v in body.items() if k != "event_id"}, defaults)
+    except FairnessInputError as exc:
+        raise Problem(400, "invalid_request", detail=exc.message, field=exc.field) from None
+    gate = _state(request).simulating
+    if gate.locked():
+        raise Problem(429, "rate_limited", detail="Another simulation is running.",
+                      retry_after=1)
+    async with gate:
+        started = time.monotonic()
+        doc = await asyncio.to_thread(compare, scenario)
+    doc["event_id"] = body.get("event_id")
+    doc["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    return JSONResponse(doc)
+
+
+routes = [
+    Route("/api/ops/events/{event_id}/dashboard", dashboard, methods=["GET"]),
+    Route("/api/ops/audit", audit, methods=["GET"]),
+    Route("/api/ops/fairness", fairness, methods=["POST"]),
+]
+
+# -- their OpenAPI paths (merged into the edge document by edge/openapi.py) -------
+
+_ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
+
+OPS_PATHS: dict[str, dict[str, Any]] = {
+    "/api/ops/events/{event_id}/dashboard": {"get": {
+        "summary": "The console's live figures: queue, controller, core health, open "
+                   "payments, change-capture lag (operator; cached about a second)",
+        "security": _ADMIN, "parameters": [_EVENT],
+        "responses": {"200": _json("OpsDashboard"), "401": _problem("admin_required"),
+                      "404": _problem("event_not_found"),
+                      "503": _problem("queue_unavailable", "inventory_unavailable")}}},
+    "/api/ops/audit": {"get": {
+        "summary": "The invariant checks of onsale audit (operator; cached: run at most "
+                   "every 30 s, or every 10 s with fresh=1)",
+        "security": _ADMIN,
+        "parameters": [{"name": "fresh", "in": "query", "required": False,
+                        "schema": {"type": "string", "enum": ["1", "true"]}}],
+        "responses": {"200": _json("OpsAudit"), "401": _problem("admin_required"),
+                      "503": _problem("inventory_unavailable")}}},
+    "/api/ops/fairness": {"post": {
+        "summary": "The fairness lab: simulate fifo and a random draw for an arrival "
+                   "profile (operator; nothing is stored)",
+        "security": _ADMIN,
+        "requestBody": {"content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/FairnessScenario"}}}},
+        "responses": {"200": _json("FairnessResult"),
+                      "400": _problem("invalid_request", "invalid_json"),
+                      "401": _problem("admin_required"), "404": _problem("event_not_found"),
+                      "429": _problem("rate_limited"),
+                      "503": _problem("inventory_unavailable")}}},
+}
+
+_NUM = {"type": "number"}
+_INT = {"type": "integer"}
+
+OPS_SCHEMAS: dict[str, Any] = {
+    "OpsDashboard": {"type": "object", "properties": {
+        "event_id": _INT, "at": {"type": "string", "format": "date-time"},
+        "queue": {"type": "object", "description": "As GET /api/ops/events/{id}/queue"},
+        "health": {"type": "object", "description": "redis_ok, core_ok, fresh_reports, "
+                   "hold_p99_ms, lock_wait_p99_ms, conflict_rate, payment_error_rate, "
+                   "completion_rate (null: no traffic)"},
+        "payments": {"type": "object", "description": "unknown, pending, requires_action, "
+                     "oldest_unknown_seconds"},
+        "cdc": {"type": "object", "description": "slot, present, active, wal_status, "
+                "lag_bytes, consumer_alive"}}},
+    "OpsAudit": {"type": "object", "properties": {
+        "ok": {"type": "boolean"}, "violations": _INT,
+        "checks": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "ok": {"type": "boolean"}, "violations": _INT,
+            "sample": {"type": "array", "items": {"type": "object"}}}}},
+        "checked_at": {"type": "string", "format": "date-time"}, "duration_ms": _NUM,
+        "age_seconds": _NUM, "cached_for_seconds": _NUM}},
+    "FairnessScenario": {"type": "object", "properties": {
+        "event_id": {**_INT, "description": "Take seats, ticket limit, rates, cap and "
+                     "session length from this event"},
+        "arrivals": {"type": "array", "items": {**_INT, "minimum": 0}, "maxItems": 7200,
+                     "description": "People arriving in each second (second 0: the queue "
+                                    "opens); or a preset"},
+        "preset": {"type": "string", "enum": ["flat", "spike", "early", "decay"]},
+        "visitors": {**_INT, "maximum": 1_000_000}, "seconds": {**_INT, "maximum": 7200},
+        "onsale_second": _INT, "seats": _INT, "tickets_per_account": _INT,
+        "tickets_per_human": _INT, "bot_share": {**_NUM, "minimum": 0, "maximum": 1},
+        "bot_devices": {**_INT, "minimum": 1, "maximum": 50},
+        "dedupe_accounts": {"type": "boolean", "description": "One place per account "
+                            "(onsale's rule): a bot's devices share one place"},
+        "rate_min": _NUM, "rate_max": _NUM, "active_cap": _INT, "session_seconds": _INT,
+        "horizon_seconds": _INT, "cohort_seconds": _INT, "seed": _INT}},
+    "FairnessResult": {"type": "object", "properties": {
+        "scenario": {"type": "object"}, "duration_ms": _NUM,
+        "policies": {"type": "object", "description": "fifo and random: totals, humans, "
+                     "bots, cohorts (wait percentiles after the opening, seat share), "
+                     "wait_histogram, admissions"}}},
+}

@@ -1,0 +1,154 @@
+// The fairness lab: describe a crowd, simulate FIFO and a random draw on the
+// server (POST /api/ops/fairness, edge/fairness.py) and draw what each policy
+// does to waits by arrival cohort and to who reaches the seats.
+
+import { flash } from "/static/js/api.js";
+import { barChart, COLORS, formatNumber, histogram, lineChart } from "/static/js/charts.js";
+import { explain, initNav, opsApi, requireToken } from "/static/js/ops.js";
+
+const LABELS = { fifo: "FIFO", random: "Random draw" };
+const NUMBERS = ["visitors", "seconds", "onsale_second", "seats", "tickets_per_account",
+                 "tickets_per_human", "bot_devices", "rate_min", "rate_max", "active_cap",
+                 "session_seconds", "seed"];
+
+const minutes = v => `${formatNumber(v / 60, 1)}`;
+
+// The request body from the form: the arrival profile is a preset, or the
+// counts per second pasted by the operator (commas, spaces or new lines).
+export function scenarioFromForm(form) {
+  const data = new FormData(form);
+  const body = {};
+  const event = data.get("event_id");
+  if (event) body.event_id = Number(event);
+  const counts = String(data.get("arrivals") || "").trim();
+  if (data.get("profile") === "counts" && counts) {
+    body.arrivals = counts.split(/[\s,;]+/).filter(Boolean).map(Number);
+  } else {
+    body.preset = data.get("preset");
+  }
+  for (const name of NUMBERS) {
+    const raw = String(data.get(name) ?? "").trim();
+    if (raw === "") continue;
+    if (body.arrivals && (name === "visitors" || name === "seconds")) continue;
+    body[name] = Number(raw);
+  }
+  body.bot_share = Number(data.get("bot_share_percent") || 0) / 100;
+  body.dedupe_accounts = data.get("dedupe_accounts") === "on";
+  return body;
+}
+
+function summaryRow(policy, doc) {
+  const t = doc.totals;
+  const cells = [
+    LABELS[policy],
+    t.sold_out_after_seconds === null ? "not sold out" : `${minutes(t.sold_out_after_seconds)} min`,
+    doc.humans.wait_p50 === null ? "–" : `${minutes(doc.humans.wait_p50)} min`,
+    doc.humans.wait_p90 === null ? "–" : `${minutes(doc.humans.wait_p90)} min`,
+    doc.humans.with_seats_share === null ? "–" : `${formatNumber(doc.humans.with_seats_share * 100, 1)} %`,
+    `${formatNumber(doc.bots.population_share * 100, 1)} %`,
+    `${formatNumber(doc.bots.seat_share * 100, 1)} %`,
+    formatNumber(t.not_admitted),
+  ];
+  const tr = document.createElement("tr");
+  tr.dataset.policy = policy;
+  for (const text of cells) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    tr.append(td);
+  }
+  return tr;
+}
+
+export function draw(result) {
+  const policies = Object.entries(result.policies);
+  const mid = c => (c.from_second + c.to_second) / 2;
+  lineChart(document.getElementById("chart-waits"), policies.map(([p, doc]) => ({
+    label: LABELS[p], color: COLORS[p],
+    points: doc.cohorts.map(c => [mid(c), c.wait_p50]),
+    band: doc.cohorts.map(c => [mid(c), c.wait_p10, c.wait_p90]),
+  })), { xLabel: "arrival, minutes from the opening", yLabel: "wait after opening (s)",
+         xFormat: minutes, label: "Wait after the opening by arrival cohort: median with the 10th to 90th percentile" });
+  lineChart(document.getElementById("chart-cohort-seats"), policies.map(([p, doc]) => ({
+    label: LABELS[p], color: COLORS[p], points: doc.cohorts.map(c => [mid(c), c.seat_share]),
+  })), { xLabel: "arrival, minutes from the opening", yLabel: "share with seats",
+         xFormat: minutes, yMax: 1, label: "Share of people who get seats by arrival cohort" });
+  histogram(document.getElementById("chart-histogram"), policies.map(([p, doc]) => ({
+    label: LABELS[p], color: COLORS[p], counts: doc.wait_histogram.counts,
+    binWidth: doc.wait_histogram.bin_seconds,
+  })), { xLabel: "wait after the opening (s)", yLabel: "people",
+         label: "Distribution of waits after the opening" });
+  barChart(document.getElementById("chart-seats"), policies.map(([p, doc]) => ({
+    label: LABELS[p],
+    bars: [{ label: "bots in the crowd", value: doc.bots.population_share, color: COLORS.population },
+           { label: "seats bought by bots", value: doc.bots.seat_share, color: COLORS.bots },
+           { label: "people who got seats", value: doc.humans.with_seats_share || 0, color: COLORS.humans }],
+  })), { label: "Seats reached by multi-device visitors" });
+  lineChart(document.getElementById("chart-admissions"), policies.map(([p, doc]) => ({
+    label: LABELS[p], color: COLORS[p],
+    points: doc.admissions.counts.map((n, i) => [i * doc.admissions.bucket_seconds,
+                                                  (n * 60) / doc.admissions.bucket_seconds]),
+  })), { xLabel: "minutes after the opening", yLabel: "admitted per minute", xFormat: minutes,
+         label: "Admissions over time" });
+  document.getElementById("lab-summary").replaceChildren(
+    ...policies.map(([p, doc]) => summaryRow(p, doc)));
+  const s = result.scenario;
+  document.getElementById("lab-note").textContent =
+    `${formatNumber(s.people)} people over ${minutes(s.seconds)} min, the sale opening at minute ` +
+    `${minutes(s.onsale_second)}; ${formatNumber(s.seats)} seats, up to ${s.tickets_per_account} per account; ` +
+    `admission ${formatNumber(s.rate_min)}–${formatNumber(s.rate_max)} a minute, at most ` +
+    `${formatNumber(s.active_cap)} shopping at once. Simulated in ${formatNumber(result.duration_ms)} ms (seed ${s.seed}).`;
+}
+
+function fillFromEvent(form) {
+  const option = form.elements.event_id.selectedOptions[0];
+  if (!option || !option.value) return;
+  const set = (name, value) => {
+    if (value !== undefined && value !== "") form.elements[name].value = value;
+  };
+  set("seats", option.dataset.seats);
+  set("tickets_per_account", option.dataset.tickets);
+  // The seats, limits and rates of the event are used by the server unless typed here.
+  for (const name of ["rate_min", "rate_max", "active_cap", "session_seconds"]) set(name, "");
+  const gap = Number(option.dataset.prequeueSeconds || 0);
+  if (gap > 0) {
+    const seconds = Math.min(7200, Math.max(gap + 600, Number(form.elements.seconds.value) || 0));
+    form.elements.seconds.value = seconds;
+    form.elements.onsale_second.value = Math.min(gap, seconds);
+  }
+}
+
+export function initLab() {
+  initNav();
+  if (!requireToken()) return;
+  const form = document.getElementById("lab-form");
+  const results = document.getElementById("lab-results");
+  const toggle = () => {
+    const counts = form.elements.profile.value === "counts";
+    document.getElementById("profile-counts").hidden = !counts;
+    document.getElementById("profile-preset").hidden = counts;
+  };
+  for (const radio of form.querySelectorAll("input[name=profile]")) radio.addEventListener("change", toggle);
+  toggle();
+  form.elements.event_id.addEventListener("change", () => fillFromEvent(form));
+  fillFromEvent(form);
+  form.addEventListener("submit", async event => {
+    event.preventDefault();
+    const button = document.getElementById("lab-run");
+    button.disabled = true;
+    results.dataset.state = "running";
+    flash("Simulating…", "info");
+    try {
+      const result = await opsApi("/api/ops/fairness", { method: "POST", body: scenarioFromForm(form) });
+      results.hidden = false;
+      draw(result);
+      results.dataset.state = "ready";
+      flash("");
+    } catch (error) {
+      results.dataset.state = "error";
+      const field = error.problem && error.problem.field;
+      flash(field ? `${explain(error)} (${field.replaceAll("_", " ")})` : explain(error));
+    } finally {
+      button.disabled = false;
+    }
+  });
+}

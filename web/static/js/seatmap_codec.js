@@ -1,0 +1,89 @@
+// The seat map's state, decoded from the snapshot and the WebSocket deltas
+// (docs/seatmap-protocol.md). Pure: no DOM, no network, no clock (callers pass
+// "now" in Unix seconds), so it can be read and tested on its own.
+//
+//   const state = fromSnapshot(snapshotJson);
+//   applyDelta(state, deltaJson)   // true if applied; false: versions differ, refetch
+//   statusOf(state, seatId, Date.now() / 1000)   // "available" | "held" | ...
+
+export const STATUSES = ["available", "held", "pending", "sold", "blocked"];
+const HELD = 1;
+const BLOCKED = 4;
+
+// A snapshot message or HTTP body -> {eventId, version, seatCount, codes, expiry}.
+// codes[seatId] is the status digit (index 0 is unused); expiry maps each HELD
+// seat to the Unix second from which it shows available again.
+export function fromSnapshot(snapshot) {
+  if (!snapshot || snapshot.type !== "snapshot" || typeof snapshot.status !== "string") {
+    throw new Error("not a seat-map snapshot");
+  }
+  const seatCount = snapshot.seat_count;
+  const codes = new Uint8Array(seatCount + 1);
+  codes[0] = BLOCKED;
+  for (let i = 0; i < seatCount; i++) {
+    const code = snapshot.status.charCodeAt(i) - 48;
+    codes[i + 1] = code >= 0 && code <= BLOCKED ? code : BLOCKED;
+  }
+  return { eventId: snapshot.event_id, version: snapshot.version, seatCount, codes,
+           expiry: decodeHeld(snapshot.held || []) };
+}
+
+// The snapshot's `held` list: (seat id, expiry) pairs, each number the
+// difference from the previous pair's, the first pair absolute.
+export function decodeHeld(held) {
+  const expiry = new Map();
+  let seat = 0, at = 0;
+  for (let i = 0; i + 1 < held.length; i += 2) {
+    seat += held[i];
+    at += held[i + 1];
+    expiry.set(seat, at);
+  }
+  return expiry;
+}
+
+// Apply a delta if and only if its `from` is our version. Returns whether it
+// was applied and the ids of the seats it changed (empty when not applied).
+export function applyDelta(state, delta) {
+  if (!state || delta.from !== state.version) return { applied: false, changed: [] };
+  const changed = [];
+  for (const [seatId, code, at] of delta.changes) {
+    if (seatId < 1 || seatId > state.seatCount) continue;
+    state.codes[seatId] = code;
+    if (code === HELD) state.expiry.set(seatId, at);
+    else state.expiry.delete(seatId);
+    changed.push(seatId);
+  }
+  state.version = delta.to;
+  return { applied: true, changed };
+}
+
+// What a seat shows at `now` (Unix seconds): a HELD seat is available again
+// from its expiry second on; an unknown seat id is "blocked" (not for sale).
+export function statusOf(state, seatId, now) {
+  if (!state || !(seatId >= 1 && seatId <= state.seatCount)) return "blocked";
+  const code = state.codes[seatId];
+  if (code === HELD) {
+    const at = state.expiry.get(seatId);
+    if (at !== undefined && now >= at) return "available";
+  }
+  return STATUSES[code] || "blocked";
+}
+
+// The first expiry after `now`, or null: when the map must be drawn again
+// even if nothing arrives.
+export function nextExpiry(state, now) {
+  let next = null;
+  if (!state) return next;
+  for (const at of state.expiry.values()) {
+    if (at > now && (next === null || at < next)) next = at;
+  }
+  return next;
+}
+
+// Counts per status at `now`, e.g. {available: 49990, held: 4, ...}.
+export function countStatuses(state, now) {
+  const counts = Object.fromEntries(STATUSES.map(s => [s, 0]));
+  if (!state) return counts;
+  for (let id = 1; id <= state.seatCount; id++) counts[statusOf(state, id, now)]++;
+  return counts;
+}
