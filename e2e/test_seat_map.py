@@ -83,7 +83,7 @@ def test_the_map_draws_all_50000_seats_with_a_legend(shopper: Shopper, big_event
         return n; }""")
     assert inked > 20_000
     legend = page.locator("#seat-legend").inner_text()
-    assert "Premium" in legend and "Taken" in legend and "150.00 USD" in legend
+    assert "Premium" in legend and "Sold" in legend and "150.00 USD" in legend
     assert page.locator("#live-status").inner_text() == "Live updates on"
     shot(page, "seat-map")
     page.click("#zoom-in")
@@ -127,7 +127,8 @@ def test_two_shoppers_race_for_one_seat(shopper: Shopper, onsale: Onsale, shot: 
     assert seat_label(loser, event_id, seat) in text, text
     assert "{" not in text and "seats_unavailable" not in text
     assert not on_checkout(loser)
-    loser.wait_for_function("id => window.onsaleSeatmap.status(id) === 'held'", arg=seat)
+    # Held on the live map (not just the page's own mark after the refusal).
+    loser.wait_for_function("id => window.onsaleSeatmap.liveStatus(id) === 'held'", arg=seat)
     assert loser.evaluate("window.notReloaded") is True  # the map changed without a reload
     assert loser.evaluate("window.onsaleSeatmap.selected()") == []
     shot(loser, "race-lost")
@@ -144,7 +145,20 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     watcher.evaluate("() => { window.notReloaded = true; }")
     seat = 7
     assert status(watcher, seat) == "available"
-    hold_seat(buyer, seat)
+    colours = [watcher.evaluate("id => window.onsaleSeatmap.colour(id)", seat)]
+    assert buyer.evaluate("id => window.onsaleSeatmap.select(id)", seat) is True
+    with buyer.expect_response(lambda r: r.url.endswith("/holds")
+                               and r.request.method == "POST") as held:
+        buyer.click("#hold-button")
+    assert held.value.status == 201
+    # Taken by someone else: the other map turns it from its tier colour to "held".
+    started = time.monotonic()
+    watcher.wait_for_function("id => window.onsaleSeatmap.liveStatus(id) === 'held'",
+                              arg=seat, polling=20, timeout=5_000)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.3, f"the hold showed up after {elapsed:.2f}s"
+    colours.append(watcher.evaluate("id => window.onsaleSeatmap.colour(id)", seat))
+    buyer.wait_for_url("**/checkout/*")
     buyer.fill("#card", APPROVE)
     with buyer.expect_response(lambda r: r.url.endswith("/checkout")
                                and r.request.method == "POST") as answered:
@@ -157,6 +171,8 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
                               polling=20, timeout=5_000)
     elapsed = time.monotonic() - started
     assert elapsed < 1.3, f"the sale showed up after {elapsed:.2f}s"
+    colours.append(watcher.evaluate("id => window.onsaleSeatmap.colour(id)", seat))
+    assert len(set(colours)) == 3, colours  # available, held, sold: three colours
     assert watcher.evaluate("window.notReloaded") is True
     shot(watcher, "sold-elsewhere")
 

@@ -125,7 +125,16 @@ def test_a_copied_admission_token_is_refused_in_another_account(
     }""", event_id)
     assert shown == ("This access belongs to another account. Please join the queue with "
                      "your own account.")
+    # And the seat map page itself: no map, the sentence, a way to the queue.
+    thief.goto(f"/events/{event_id}/seats")
+    gate = thief.locator("#seat-gate")
+    gate.wait_for(state="visible")
+    assert "another account" in gate.inner_text()
+    assert thief.evaluate("window.onsaleSeatmap.version") is None
     shot(thief, "other-account")
+    # The owner's own browser still shops with it.
+    owner.reload()
+    owner.wait_for_function("window.onsaleSeatmap && window.onsaleSeatmap.version")
 
 
 def test_paused_admission_is_shown_then_visitors_are_admitted_on_resume(

@@ -25,6 +25,7 @@ from edge.seatmap_gate import admission_gate
 from edge.seatmap_gate import install as install_admission_gate
 from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from seatmap.config import SeatmapSettings
+from web.page_errors import install as install_page_errors
 from web.pages import page_routes
 
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
@@ -87,6 +88,7 @@ def build_app(role: str, settings: Settings, *,
     if role == "core":  # the API, and the pages (they read the database like the API)
         core = build_core_app(settings, sweeper=False)
         core.router.routes[:0] = page_routes()
+        install_page_errors(core)
         return core
     if role == "worker":
         return build_worker_app(settings)
@@ -95,6 +97,7 @@ def build_app(role: str, settings: Settings, *,
     if role == "dev":
         core = build_core_app(settings, sweeper=True)
         core.router.routes[:0] = page_routes()
+        install_page_errors(core)
         if settings.redis_url is None:  # onsale dev always has one; without it no queue
             return core
         mount_edge(core, settings, admitter=True)

@@ -144,6 +144,7 @@ export function initEventPage() {
     } catch (error) {
       flash(explain(error));
     } finally {
+      button.disabled = false;  // render() below sets pause/resume from the state again
       if (latest) render(latest);
     }
   }

@@ -252,7 +252,7 @@ async function work(problem) {
 async function revealSeed(place) {
   if (seedShown) return;
   try {
-    const draw = await api(`${queueUrl}/draw`);
+    const draw = await api(`${queueUrl}/draw?per_page=1`);  // the seed, not the whole list
     if (!draw || !draw.seed) return;
     seedShown = true;
     $("wr-draw-seed").textContent = draw.seed;

@@ -4,7 +4,7 @@
 // checkout. Pieces: seatmap_codec.js (status), seatmap_layout.js (venue),
 // seatmap_draw.js (canvas), seatmap_live.js (snapshot + WebSocket).
 //
-// For tests and keyboard users: window.onsaleSeatmap = {status(seatId), version,
+// For tests and keyboard users: window.onsaleSeatmap = {status(seatId), liveStatus(seatId), version,
 // select(seatId), selected(), drawn, seatCount, live}.
 
 import { api, flash, newKey, sentence } from "./api.js";
@@ -18,7 +18,9 @@ const EVENT = PAGE.event;
 const MAX_SEATS = EVENT.max_seats_per_hold;
 const TIER_COLOURS = ["#1f6feb", "#d97706", "#059669", "#9333ea", "#db2777",
                       "#0891b2", "#65a30d", "#b45309", "#4f46e5", "#be123c"];
-const TAKEN = "#b9bec6", NOT_FOR_SALE = "#ebebeb";
+// Taken seats in greys, darker the more final: held, in payment, sold.
+const TAKEN = { held: "#c4c9d0", pending: "#9ca3af", sold: "#5f6672" };
+const NOT_FOR_SALE = "#ebebeb";
 const TAKEN_FOR_MS = 10000;   // how long a seat the hold API called taken shows taken without news
 const $ = id => document.getElementById(id);
 
@@ -41,7 +43,7 @@ function status(seatId) {
 function colourOf(seatId) {
   const shown = status(seatId);
   if (shown === "available") return tierColour.get(layout.tierOf[layout.indexOf[seatId]]) || TIER_COLOURS[0];
-  return shown === "blocked" ? NOT_FOR_SALE : TAKEN;
+  return shown === "blocked" ? NOT_FOR_SALE : (TAKEN[shown] || TAKEN.sold);
 }
 
 function redraw() {
@@ -255,7 +257,8 @@ function showGate(error) {
 function legend() {
   const items = EVENT.price_tiers.map(t =>
     [tierColour.get(t.tier_id), `${t.name} · ${money(t.price_minor, EVENT.currency)}`]);
-  items.push([TAKEN, "Taken"], [NOT_FOR_SALE, "Not for sale"], ["#111", "Your seats"]);
+  items.push([TAKEN.held, "Held by someone"], [TAKEN.pending, "Being paid for"],
+             [TAKEN.sold, "Sold"], [NOT_FOR_SALE, "Not for sale"], ["#111", "Your seats"]);
   $("seat-legend").replaceChildren(...items.map(([colour, text]) => {
     const li = document.createElement("li");
     const swatch = document.createElement("span");
@@ -318,6 +321,9 @@ async function start() {
 
 window.onsaleSeatmap = {
   status,
+  // What the live map says, without the page's own "the hold API just called it taken" mark.
+  liveStatus: seatId => statusOf(state, seatId, nowSeconds()),
+  colour: seatId => colourOf(seatId),  // the fill the canvas uses for it
   get version() { return state ? state.version : null; },
   select,
   unselect,

@@ -1,0 +1,58 @@
+"""Errors on pages are pages: a browser that asked for HTML (an unknown page,
+a wrong method, a database outage behind a page) gets a sentence in the site's
+layout, never problem+json. API and WebSocket paths keep their problem+json
+answers, as do clients that do not ask for HTML (curl, fetch)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from core.problems import Problem
+from web.messages import sentence
+from web.templating import render
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+API_PREFIXES = ("/api/", "/ws/")
+
+
+def wants_page(request: Request) -> bool:
+    return (not request.url.path.startswith(API_PREFIXES)
+            and "text/html" in request.headers.get("accept", ""))
+
+
+def problem_of(exc: Exception) -> Problem:
+    if isinstance(exc, Problem):
+        return exc
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        return Problem(status, {404: "not_found", 405: "method_not_allowed"}.get(
+            status, "invalid_request"))
+    return Problem(500, "internal_error")
+
+
+def as_page(api_handler: Handler) -> Handler:
+    async def handler(request: Request, exc: Exception) -> Response:
+        if not wants_page(request):
+            return await api_handler(request, exc)
+        if not isinstance(exc, HTTPException | Problem):
+            await api_handler(request, exc)  # it logs the unexpected error
+        problem = problem_of(exc)
+        response = render(request, "shop/problem.html", status_code=problem.status,
+                          sentence=sentence(problem.code), code=problem.code)
+        if problem.status == 503:
+            response.headers["Retry-After"] = "1"
+        return response
+    return handler
+
+
+def install(app: Starlette) -> None:
+    """Wrap the app's exception handlers (before it starts serving)."""
+    for key in (HTTPException, Problem, Exception):
+        found = app.exception_handlers.get(key)
+        if found is not None:
+            app.exception_handlers[key] = as_page(found)
