@@ -26,30 +26,36 @@ def env_int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -
     return value
 
 
-def _share(env: Mapping[str, str], name: str, default: float, *, zero: bool = False) -> float:
-    """A fraction in (0, 1], or [0, 1] with ``zero``."""
+def _number(env: Mapping[str, str], name: str) -> float | None:
+    """A finite number, or None when unset."""
     raw = env.get(name)
     if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}") from None
-    if not (math.isfinite(value) and (0 <= value if zero else 0 < value) and value <= 1):
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {raw!r}")
-    return value
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
+        return None
     try:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{name} must be a positive number, got {raw!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+    return value
+
+
+def _share(env: Mapping[str, str], name: str, default: float, *, zero: bool = False) -> float:
+    """A fraction in (0, 1], or [0, 1] with ``zero``."""
+    value = _number(env, name)
+    if value is None:
+        return default
+    if not ((0 <= value if zero else 0 < value) and value <= 1):
+        raise ConfigError(f"{name} must be a number between 0 and 1, got {env[name]!r}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _number(env, name)
+    if value is None:
+        return default
+    if value <= 0:
+        raise ConfigError(f"{name} must be a positive number, got {env[name]!r}")
     return value
 
 

@@ -6,7 +6,7 @@ import hmac
 import uuid
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from core.problems import Problem
@@ -40,11 +40,16 @@ class SessionCodec:
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="lax", secure=self.secure)
 
 
-def current_account(request: Request) -> uuid.UUID:
+def account_of(connection: HTTPConnection) -> uuid.UUID | None:
+    """The account of a valid session cookie, or None (pages send such visitors to sign in)."""
+    codec: SessionCodec = connection.app.state.sessions
+    token = connection.cookies.get(COOKIE)
+    return codec.decode(token) if token else None
+
+
+def current_account(connection: HTTPConnection) -> uuid.UUID:
     """The signed-in account, or 401 ``authentication_required``."""
-    codec: SessionCodec = request.app.state.sessions
-    token = request.cookies.get(COOKIE)
-    account = codec.decode(token) if token else None
+    account = account_of(connection)
     if account is None:
         raise Problem(401, "authentication_required")
     return account

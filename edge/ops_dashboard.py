@@ -200,6 +200,8 @@ async def event_defaults(edge: Edge, event_id: Any) -> dict[str, Any]:
     if isinstance(event_id, bool) or not isinstance(event_id, int):
         raise Problem(400, "invalid_request", detail="event_id must be an event's number",
                       field="event_id")
+    if not 0 < event_id < 2**63:  # no such event (and PostgreSQL's bigint would refuse it)
+        raise Problem(404, "event_not_found")
     async with edge.db.connection() as conn:
         row = await conn.fetchrow(queries("ops")["event_settings"], event_id)
     if row is None:

@@ -11,34 +11,22 @@ for the revocation check.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
 from core.config import Settings
-from core.problems import Problem
-from core.sessions import COOKIE, SessionCodec
+from core.sessions import SessionCodec, current_account
 from edge.gate import Gate
 from edge.queue_store import QueueStore, connect
 from edge.tokens import AdmissionCodec, admission_keys
 
 
-def signed_in(connection: HTTPConnection) -> uuid.UUID:
-    """The account of the session cookie, or 401 ``authentication_required``."""
-    codec: SessionCodec = connection.app.state.sessions
-    token = connection.cookies.get(COOKIE)
-    account = codec.decode(token) if token else None
-    if account is None:
-        raise Problem(401, "authentication_required")
-    return account
-
-
 async def admission_gate(connection: HTTPConnection, event_id: int) -> None:
     """Refuse (``Problem``) unless the account is admitted to this event."""
     gate: Gate = connection.app.state.gate
-    await gate.check(connection, event_id, signed_in(connection))
+    await gate.check(connection, event_id, current_account(connection))
 
 
 def install(app: Starlette, settings: Settings) -> None:

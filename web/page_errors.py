@@ -13,8 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from core.problems import Problem
-from web.messages import sentence
-from web.templating import render
+from web.templating import problem_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 API_PREFIXES = ("/api/", "/ws/")
@@ -42,8 +41,7 @@ def as_page(api_handler: Handler) -> Handler:
         if not isinstance(exc, HTTPException | Problem):
             await api_handler(request, exc)  # it logs the unexpected error
         problem = problem_of(exc)
-        response = render(request, "shop/problem.html", status_code=problem.status,
-                          sentence=sentence(problem.code), code=problem.code)
+        response = problem_page(request, problem.status, problem.code)
         if problem.status == 503:
             response.headers["Retry-After"] = "1"
         return response

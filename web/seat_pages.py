@@ -24,8 +24,7 @@ from core.events import event_json
 from core.holds import hold_json
 from core.problems import Problem
 from core.timefmt import utc_iso
-from web.messages import sentence
-from web.templating import render, signed_in_account
+from web.templating import problem_page, render, signed_in_account
 
 # What the shopper reads for each payment status of an order (docs/api.md).
 PAYMENT_WORDS: dict[str, str] = {
@@ -96,12 +95,6 @@ def _sign_in(request: Request) -> Response:
     return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
 
 
-def problem_page(request: Request, status: int, code: str, *, title: str,
-                 link: tuple[str, str] | None = None) -> Response:
-    return render(request, "seats/problem.html", status_code=status, title=title,
-                  text=sentence(code), link=link)
-
-
 async def seat_map_page(request: Request) -> Response:
     if signed_in_account(request) is None:
         return _sign_in(request)
@@ -115,8 +108,7 @@ async def seat_map_page(request: Request) -> Response:
         async with db.connection() as conn:
             row = await conn.fetchrow(queries("events")["events"], event_id)
     if row is None:
-        return problem_page(request, 404, "event_not_found", title="Event not found",
-                            link=("/", "See all events"))
+        return problem_page(request, 404, "event_not_found", title="Event not found")
     event = event_json(row)
     page = {"event": event, "queue_url": f"/events/{event_id}/queue"}
     return render(request, "seats/map.html", event=event, page=page)
@@ -133,8 +125,7 @@ async def checkout_page(request: Request) -> Response:
         async with db.connection() as conn:
             row = await conn.fetchrow(queries("holds")["get_hold"], hold_id, account)
     if row is None:
-        return problem_page(request, 404, "hold_not_found", title="Seats not found",
-                            link=("/", "See all events"))
+        return problem_page(request, 404, "hold_not_found", title="Seats not found")
     hold = hold_json(row)
     page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "now": utc_iso(datetime.now(UTC)),  # the countdown corrects the browser's clock
@@ -159,8 +150,7 @@ async def order_page(request: Request) -> Response:
         except Problem:
             order = None
     if order is None:
-        return problem_page(request, 404, "order_not_found", title="Order not found",
-                            link=("/", "See all events"))
+        return problem_page(request, 404, "order_not_found", title="Order not found")
     labels = {int(seat["seat_id"]): seat_label(seat) for seat in order["seats"]}
     page = {"order": order, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "done": is_final(order), "labels": {str(k): v for k, v in labels.items()}}

@@ -23,8 +23,7 @@ from core.events import event_json
 from core.problems import Problem
 from core.sessions import SessionCodec
 from edge.tokens import ticket_cookie
-from web.messages import sentence
-from web.templating import render, signed_in_account
+from web.templating import problem_page, render, signed_in_account
 
 ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
                           "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"})
@@ -114,20 +113,14 @@ def _event_id(request: Request) -> int | None:
     return int(raw)
 
 
-def problem_page(request: Request, code: str, status: int) -> Response:
-    """A page that says what went wrong in a sentence (never JSON or a trace)."""
-    return render(request, "shop/problem.html", status_code=status, sentence=sentence(code),
-                  code=code)
-
-
 async def _one_event(request: Request) -> dict[str, Any] | Response:
     event_id = _event_id(request)
     try:
         found = await _events(request, event_id) if event_id is not None else []
     except Problem as problem:
-        return problem_page(request, problem.code, problem.status)
+        return problem_page(request, problem.status, problem.code)
     if not found:
-        return problem_page(request, "event_not_found", 404)
+        return problem_page(request, 404, "event_not_found")
     return found[0]
 
 
@@ -137,7 +130,7 @@ async def event_list(request: Request) -> Response:
     try:
         events = await _events(request, None)
     except Problem as problem:
-        return problem_page(request, problem.code, problem.status)
+        return problem_page(request, problem.status, problem.code)
     return render(request, "shop/events.html", events=events)
 
 
