@@ -1,19 +1,59 @@
-"""uvicorn's httptools protocol with coalesced writes.
+"""uvicorn's httptools protocol, bounded against hostile clients, with coalesced writes.
 
-uvicorn writes a response's head and body with two ``transport.write`` calls,
-which on a keep-alive connection means two ``send`` system calls, two packets
-and two wake-ups of the client for every small JSON answer. Writes made in
-the same event-loop turn are gathered here and sent once, at the end of the
-turn (a "cork", as nginx and h2o do). Nothing is delayed past the current
-turn, and close() sends what is pending first.
+**Bounds** (docs/security.md#bounded-http; the numbers are ``HttpLimits``):
+
+- Incoming bytes are parsed in slices of ``SLICE`` bytes. After each slice, if
+  ``max_pipelined`` requests are already waiting behind the one in progress, the
+  rest is kept (at most one socket read) and the socket is no longer read until
+  the queue shrinks: a client that pipelines megabytes is slowed to the speed
+  it is served at, and never makes the process buffer them.
+- A request head over ``max_head_bytes`` or ``max_headers`` is answered 431; a
+  ``Content-Length`` over ``max_body_bytes`` is answered 413 before any of the
+  body is read, and a streamed (chunked) body is cut off with 413 as soon as it
+  passes the limit. Each of these closes the connection.
+- A connection must send a whole request head within ``header_timeout`` of its
+  first byte (or of being opened), else it gets 408 and is closed; an idle
+  keep-alive connection is closed after ``keepalive_timeout``.
+- Past ``max_connections`` open HTTP connections in the process, a new one is
+  answered 503 with ``Retry-After`` and closed at once. (A WebSocket leaves the
+  count when it upgrades; the seat map caps sockets itself.) The cap on requests
+  in progress is ``onsale.http_server.RequestLimit``.
+
+**Corked writes.** uvicorn writes a response's head and body with two
+``transport.write`` calls, which on a keep-alive connection means two ``send``
+system calls, two packets and two wake-ups of the client for every small JSON
+answer. Writes made in the same event-loop turn are gathered here and sent once,
+at the end of the turn (a "cork", as nginx and h2o do). Nothing is delayed past
+the current turn, and close() sends what is pending first.
+
+This subclasses uvicorn internals: the versions it is tested with are pinned in
+pyproject.toml, and ``tests/unit/test_uvicorn_pin.py`` fails when the uvicorn
+code it relies on changes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import logging
+from asyncio import TimerHandle
+from typing import Any, ClassVar
 
+import httptools
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from onsale.http_limits import (
+    HttpLimits,
+    head_refusal,
+    partial_head_too_large,
+    refusal_body,
+    refusal_bytes,
+)
+
+SLICE = 1024  # bytes parsed before the pipeline is looked at again
+REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large",
+           431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+log = logging.getLogger("onsale.http")
 
 
 class CorkedTransport:
@@ -48,16 +88,244 @@ class CorkedTransport:
         return getattr(self._transport, name)
 
 
-class CorkedHttpToolsProtocol(HttpToolsProtocol):
+class HeldFlow(FlowControl):
+    """uvicorn resumes reading whenever a request reads its body or a response ends;
+    while bytes are held back (the pipeline is full) reading stays paused."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: BoundedHttpProtocol) -> None:
+        super().__init__(transport)
+        self._protocol = protocol
+
+    def resume_reading(self) -> None:
+        if not self._protocol.holding():
+            super().resume_reading()
+
+
+async def _refuse_app(status: int, scope: Any, receive: Any, send: Any) -> None:
+    body = refusal_body(status)
+    headers = [(b"content-type", b"application/problem+json"),
+               (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _refusal(status: int) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await _refuse_app(status, scope, receive, send)
+    return app
+
+
+_APPS = {status: _refusal(status) for status in (400, 413, 431)}
+
+
+class BoundedHttpProtocol(HttpToolsProtocol):
+    """See the module docstring. ``limits`` is set per server by ``protocol_class``."""
+
+    limits: ClassVar[HttpLimits] = HttpLimits()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._held = bytearray()     # bytes received but not parsed (pipeline full)
+        self._stopped = False        # refused: parse nothing more on this connection
+        self._in_head = False        # between a message's first byte and its headers' end
+        self._in_body = False        # between the end of the headers and the message's end
+        self._head_counted = 0       # bytes fed while in a head (overstates by < SLICE)
+        self._head_size = 0          # the finished headers' exact size
+        self._header_count = 0
+        self._body_bytes = 0
+        self._head_timer: TimerHandle | None = None
+
+    def holding(self) -> bool:
+        return bool(self._held) or self._stopped
+
+    # Connection ---------------------------------------------------------------
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         corked = CorkedTransport(transport, asyncio.get_running_loop())
         super().connection_made(corked)  # type: ignore[arg-type]
+        self.flow = HeldFlow(corked, self)  # type: ignore[arg-type]
+        if len(self.connections) > self.limits.max_connections:
+            self._stopped = True
+            log.debug("connection refused: %d open", len(self.connections))
+            self.transport.write(refusal_bytes(503, REASONS[503]))
+            self.transport.close()
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        self._held.clear()
+        super().connection_lost(exc)
 
     def handle_websocket_upgrade(self) -> None:
         """A WebSocket gets the real transport: it writes whole frames, often one to
         each of thousands of sockets in one loop turn (the seat map's fan-out)."""
+        self._cancel_head_timer()
+        self._stopped = True  # what follows the upgrade is the WebSocket's
         corked = self.transport
         if isinstance(corked, CorkedTransport):
             corked.flush()
             self.transport = corked._transport
         super().handle_websocket_upgrade()
+
+    # Reading ------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self._stopped:
+            return
+        if self._held:
+            self._held += data
+            self.flow.pause_reading()
+            return
+        self._feed(data)
+
+    def _feed(self, data: bytes | bytearray) -> None:
+        self._unset_keepalive_if_required()
+        view = memoryview(data)
+        size = len(view)
+        pos = 0
+        while pos < size and not self._stopped:
+            if len(self.pipeline) >= self.limits.max_pipelined:
+                self._held += view[pos:]
+                self.flow.pause_reading()
+                return
+            chunk = view[pos:pos + SLICE]
+            pos += len(chunk)
+            if self._head_timer is None and not self._in_body:
+                self._arm_head_timer()
+            try:
+                self.parser.feed_data(chunk)
+            except httptools.HttpParserUpgrade:
+                if self._should_upgrade():
+                    self.handle_websocket_upgrade()
+                else:
+                    self._unsupported_upgrade_warning()
+                return
+            except httptools.HttpParserError:
+                if not self._stopped:
+                    log.debug("invalid HTTP request from %s", self.client)
+                    self._abort(400)
+                return
+            if self._in_head:
+                self._head_counted += len(chunk)
+                if partial_head_too_large(self.limits, self._head_counted, SLICE):
+                    self._abort(431)
+                    return
+
+    def _resume_held(self) -> None:
+        if self._held and not self._stopped and len(self.pipeline) < self.limits.max_pipelined:
+            data = bytes(self._held)
+            self._held.clear()
+            self._feed(data)
+            if not self._held and not self._stopped:
+                self.flow.resume_reading()
+
+    # Parser callbacks -----------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_counted = 0
+        self._head_size = 0
+        self._header_count = 0
+        self._body_bytes = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        self._head_size += len(name) + len(value) + 4
+        if self._header_count <= self.limits.max_headers:  # past it the head is refused
+            super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._in_body = True
+        self._cancel_head_timer()
+        length = None
+        for name, value in self.headers:
+            if name == b"content-length":
+                length = value
+        status = head_refusal(self.limits, head_bytes=len(self.url) + self._head_size,
+                              header_count=self._header_count, content_length=length)
+        if status is None:
+            super().on_headers_complete()
+            return
+        # Answer in turn (after any pipelined requests before it), then close: what
+        # follows on this connection is not read.
+        self._stopped = True
+        self.flow.pause_reading()
+        app = self.app
+        self.app = _APPS[status]
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
+
+    def on_body(self, body: bytes) -> None:
+        if self._stopped:
+            return
+        self._body_bytes += len(body)
+        if self._body_bytes > self.limits.max_body_bytes:
+            self._body_too_large()
+            return
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._in_body = False
+        if not self._stopped:
+            super().on_message_complete()
+
+    def _body_too_large(self) -> None:
+        """A streamed body passed the limit: 413 now if the request is the one in
+        progress and has no response yet, else just close; the app sees a disconnect."""
+        self._stopped = True
+        cycle = self.cycle
+        answer = not self.pipeline and not cycle.response_started
+        cycle.disconnected = True
+        cycle.message_event.set()
+        if answer:
+            self.transport.write(refusal_bytes(413, REASONS[413]))
+        self.transport.close()
+
+    # Responses ------------------------------------------------------------------
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._resume_held()
+
+    # Timers ---------------------------------------------------------------------
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.limits.header_timeout, self._head_timeout)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            log.debug("request head timed out from %s", self.client)
+            self._abort(408)
+
+    def _abort(self, status: int) -> None:
+        """Stop reading; answer ``status`` if nothing is in progress, then close."""
+        self._stopped = True
+        self._cancel_head_timer()
+        idle = not self.pipeline and (self.cycle is None or self.cycle.response_complete)
+        if idle and not self.transport.is_closing():
+            self.transport.write(refusal_bytes(status, REASONS[status]))
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.transport.close()
+
+
+def protocol_class(limits: HttpLimits) -> type[BoundedHttpProtocol]:
+    """The protocol for one server, with its limits."""
+    return type("OnsaleHttpProtocol", (BoundedHttpProtocol,), {"limits": limits})
+
+
+# The name earlier code imported.
+CorkedHttpToolsProtocol = BoundedHttpProtocol

@@ -1,0 +1,386 @@
+"""Attackers beside legitimate users, against one ``onsale dev`` process.
+
+    .venv/bin/python bench/hostile.py                  # starts its own onsale dev
+    .venv/bin/python bench/hostile.py --attack 20 --slowloris 500 --signins 200
+
+Starts ``onsale dev`` in a throwaway data directory, signs up shoppers, then runs
+three phases: legitimate traffic alone (baseline), legitimate traffic beside the
+attack, and legitimate traffic alone again. The legitimate users come from
+127.0.0.1: pollers read their queue place, shoppers hold a seat and release it.
+The attackers come from 127.0.0.2 (so per-IP limits tell them apart, as they
+would on a network):
+
+- one connection that pipelines ``GET /api/events/{id}`` as fast as the socket
+  takes them and never reads a response;
+- ``--slowloris`` connections that each send half a request line and then one
+  byte a second; each one the server closes is opened again at once;
+- ``--signins`` wrong-password sign-ins per second.
+
+Prints the server's RSS before, at the peak of and after the attack (target:
+growth under 50 MiB), the legitimate requests' p50/p99 and success rate during
+the attack beside the baseline (targets: 100 % success, p99 under 100 ms), how
+long the slow connections lived before the server closed them (the header
+timeout, 10 s by default), and what the sign-in flood was answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.holds import Conn, pct, run_fast
+
+ATTACKER = "127.0.0.2"
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    port: int
+    admin_token: str
+    data_dir: Path
+    log: list[str] = field(default_factory=list)
+
+    def rss_mib(self) -> float:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        kib = next(int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS:"))
+        return kib / 1024
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def start_server(seats: int) -> Server:
+    data = Path(tempfile.mkdtemp(prefix="onsale-hostile-"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL")}
+    env["ONSALE_DATA_DIR"] = str(data)
+    env["PYTHONUNBUFFERED"] = "1"
+    onsale = str(Path(sys.executable).with_name("onsale"))
+    process = subprocess.Popen([onsale, "dev", "--port", str(port), "--seats", str(seats)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    log: list[str] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.append(line)
+            if "serving on" in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(300) or process.poll() is not None:
+        process.kill()
+        raise SystemExit("onsale dev did not start:\n" + "".join(log[-30:]))
+    token = re.search(r"admin token (\S+)", "".join(log))
+    assert token, "onsale dev printed no admin token"
+    return Server(process, port, token.group(1), data, log)
+
+
+def cookie_of(headers: dict[str, str], name: str) -> str:
+    for part in headers.get("set-cookie", "").split(","):
+        pair = part.strip().split(";", 1)[0]
+        if pair.split("=", 1)[0].endswith(name):
+            return pair
+    raise SystemExit(f"no {name} cookie in {headers.get('set-cookie')!r}")
+
+
+async def setup(port: int, admin: str, shoppers: int) -> tuple[int, list[str]]:
+    c = Conn("127.0.0.1", port)
+    body = json.dumps({"name": f"hostile {time.strftime('%H:%M:%S')}", "seats": 1000,
+                       "queue_policy": "passthrough", "max_tickets_per_account": 100}).encode()
+    status, _, data = await c.request("POST", "/api/ops/events", body,
+                                      {"Authorization": f"Bearer {admin}",
+                                       "Idempotency-Key": os.urandom(8).hex()})
+    if status != 201:
+        raise SystemExit(f"creating the event failed: {status} {data[:200]!r}")
+    event_id = int(json.loads(data)["event_id"])
+    cookies = []
+    tag = os.urandom(4).hex()
+    for i in range(shoppers):
+        cred = json.dumps({"email": f"legit{tag}-{i}@example.com",
+                           "password": "legit-password"}).encode()
+        status, headers, data = await c.request("POST", "/api/accounts", cred)
+        if status != 201:
+            raise SystemExit(f"sign-up failed: {status} {data[:200]!r}")
+        session = cookie_of(headers, "onsale_session")
+        status, headers, data = await c.request("POST", f"/api/events/{event_id}/queue",
+                                                b"{}", {"Cookie": session})
+        if status != 200:
+            raise SystemExit(f"joining the queue failed: {status} {data[:200]!r}")
+        answer = json.loads(data)
+        cookies.append(f"{session}|{answer['admission_token']}|{answer['ticket']}")
+    c.close()
+    return event_id, cookies
+
+
+@dataclass
+class Legit:
+    latencies: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
+
+
+async def legit_traffic(port: int, event_id: int, cookies: list[str], until: float,
+                        rate: float, out: Legit) -> None:
+    """Each shopper, in turn: read its queue place, hold its own seat, release it."""
+
+    async def shopper(i: int) -> None:
+        cookie, token, ticket = cookies[i].split("|")
+        c = Conn("127.0.0.1", port)
+        seat = 1 + i
+        period = len(cookies) / rate
+        next_at = time.perf_counter()
+        while time.perf_counter() < until:
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+            next_at += period
+            steps = [("GET", f"/api/events/{event_id}/queue", b"", 200),
+                     ("POST", f"/api/events/{event_id}/holds",
+                      json.dumps({"seat_ids": [seat]}).encode(), 201)]
+            hold_id = None
+            for method, path, body, want in steps:
+                t0 = time.perf_counter()
+                try:
+                    status, _, data = await c.request(method, path, body, {
+                        "Cookie": cookie, "Admission-Token": token,
+                        "Idempotency-Key": os.urandom(8).hex(), "Queue-Ticket": ticket,
+                        "Origin": f"http://127.0.0.1:{port}"})
+                except (ConnectionError, OSError):
+                    c = Conn("127.0.0.1", port)
+                    status, data = 0, b""
+                out.latencies.append(time.perf_counter() - t0)
+                out.by_kind.setdefault(method, []).append(time.perf_counter() - t0)
+                ok = status == want
+                out.outcomes["ok" if ok else f"{status}"] += 1
+                if ok and want == 201:
+                    hold_id = json.loads(data)["hold_id"]
+            if hold_id is not None:
+                t0 = time.perf_counter()
+                status, _, _ = await c.request("DELETE", f"/api/holds/{hold_id}", b"", {
+                    "Cookie": cookie, "Admission-Token": token,
+                    "Origin": f"http://127.0.0.1:{port}"})
+                out.latencies.append(time.perf_counter() - t0)
+                out.outcomes["ok" if status in (200, 204) else f"release {status}"] += 1
+        c.close()
+
+    await asyncio.gather(*(shopper(i) for i in range(len(cookies))))
+
+
+def attacker_socket(port: int) -> socket.socket:
+    s = socket.socket()
+    s.bind((ATTACKER, 0))
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    return s
+
+
+async def pipeliner(port: int, event_id: int, until: float, sent: list[int]) -> None:
+    loop = asyncio.get_running_loop()
+    s = attacker_socket(port)
+    request = f"GET /api/events/{event_id} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    payload = request * 2000
+    with contextlib.suppress(OSError):
+        await loop.sock_connect(s, ("127.0.0.1", port))
+    while time.perf_counter() < until:
+        try:
+            sent[0] += s.send(payload)
+        except BlockingIOError:
+            await asyncio.sleep(0.05)
+        except OSError:
+            break
+    s.close()
+
+
+async def slowloris(port: int, count: int, until: float, lifetimes: list[float]) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def one() -> None:
+        while time.perf_counter() < until:
+            s = attacker_socket(port)
+            opened = time.perf_counter()
+            try:
+                await loop.sock_connect(s, ("127.0.0.1", port))
+                s.send(b"GET /api/events/1?slow=")
+                while time.perf_counter() < until:
+                    await asyncio.sleep(1.0)
+                    s.send(b"s")  # one byte of the request line a second: never a whole head
+                    with contextlib.suppress(BlockingIOError):
+                        if s.recv(4096) == b"":  # the server closed it
+                            raise ConnectionError
+            except (ConnectionError, OSError):
+                lifetimes.append(time.perf_counter() - opened)
+            finally:
+                s.close()
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
+async def signin_flood(port: int, rate: float, until: float, answers: Counter[str]) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def one(i: int) -> None:
+        body = json.dumps({"email": f"victim{i % 50}@example.com",
+                           "password": "wrong-password"}).encode()
+        try:
+            _, writer_proto = await loop.create_connection(
+                lambda: _Once(answers), "127.0.0.1", port, local_addr=(ATTACKER, 0))
+            writer_proto.send(b"POST /api/session HTTP/1.1\r\nHost: x\r\n"
+                              b"Content-Type: application/json\r\nConnection: close\r\n"
+                              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        except OSError:
+            answers["connect failed"] += 1
+
+    i = 0
+    tasks = set()
+    next_at = time.perf_counter()
+    while time.perf_counter() < until:
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        next_at += 1 / rate
+        task = asyncio.ensure_future(one(i))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        i += 1
+    await asyncio.sleep(1)
+
+
+class _Once(asyncio.Protocol):
+    def __init__(self, answers: Counter[str]) -> None:
+        self.answers = answers
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def send(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        status = self.buf[9:12].decode() or "closed"
+        self.answers[status] += 1
+
+
+def report(name: str, legit: Legit) -> tuple[float, float, float]:
+    ms = sorted(v * 1000 for v in legit.latencies)
+    total = sum(legit.outcomes.values())
+    ok = legit.outcomes["ok"] / total if total else 0.0
+    p50, p99 = pct(ms, 0.5), pct(ms, 0.99)
+    kinds = {"GET": "polls", "POST": "holds"}
+    split = "  ".join(
+        f"{kinds[k]} p99 {pct(sorted(x * 1000 for x in v), 0.99):.1f}"
+        for k, v in sorted(legit.by_kind.items()))
+    print(f"  {name:<10} {total:6,} requests  success {ok:7.2%}  p50 {p50:6.1f} ms  "
+          f"p99 {p99:6.1f} ms  ({split})  " + ", ".join(
+              f"{k}={v}" for k, v in legit.outcomes.items() if k != "ok"))
+    return ok, p50, p99
+
+
+async def run(args: argparse.Namespace, server: Server) -> int:
+    event_id, cookies = await setup(server.port, server.admin_token, args.shoppers)
+    rss_before = server.rss_mib()
+    peak = [rss_before]
+
+    async def sample(until: float) -> None:
+        while time.perf_counter() < until:
+            peak[0] = max(peak[0], server.rss_mib())
+            await asyncio.sleep(0.25)
+
+    baseline = Legit()
+    t = time.perf_counter()
+    await legit_traffic(server.port, event_id, cookies, t + args.baseline, args.rate, baseline)
+
+    under = Legit()
+    lifetimes: list[float] = []
+    answers: Counter[str] = Counter()
+    sent = [0]
+    t = time.perf_counter()
+    end = t + args.attack
+    await asyncio.gather(
+        legit_traffic(server.port, event_id, cookies, end, args.rate, under),
+        pipeliner(server.port, event_id, end, sent),
+        slowloris(server.port, args.slowloris, end, lifetimes),
+        signin_flood(server.port, args.signins, end, answers),
+        sample(end))
+    rss_during = peak[0]
+    after = Legit()
+    t = time.perf_counter()
+    await asyncio.gather(
+        legit_traffic(server.port, event_id, cookies, t + args.baseline, args.rate, after),
+        asyncio.sleep(0))
+    await asyncio.sleep(2)
+    rss_after = server.rss_mib()
+
+    print(f"hostile: one onsale dev process, {args.shoppers} shoppers at {args.rate:g} "
+          f"rounds/s; attack {args.attack:g} s: 1 pipelining connection, "
+          f"{args.slowloris} slowloris connections, {args.signins:g} sign-ins/s")
+    print(f"  RSS MiB     before {rss_before:.0f}  peak during {rss_during:.0f}  after "
+          f"{rss_after:.0f}  growth {rss_during - rss_before:.1f} (target < 50)")
+    report("baseline", baseline)
+    ok, _, p99 = report("attack", under)
+    report("after", after)
+    closed = sorted(lifetimes)
+    if closed:
+        print(f"  slowloris   {len(closed)} closed by the server; lived p50 "
+              f"{pct(closed, 0.5):.1f} s, max {closed[-1]:.1f} s")
+    else:
+        print("  slowloris   none closed by the server")
+    print(f"  pipeliner   pushed {sent[0] / 2**20:.1f} MiB in {args.attack:g} s "
+          "(the server reads only as fast as it answers)")
+    print("  sign-ins    " + ", ".join(f"{k}={v}" for k, v in answers.most_common()))
+    print(f"  targets     success {'met' if ok >= 1.0 else 'MISSED'}; p99 "
+          f"{p99:.1f} ms vs 100 ms ({p99 / 100:.2f}); RSS growth "
+          f"{rss_during - rss_before:.1f} MiB vs 50 ({(rss_during - rss_before) / 50:.2f})")
+    return 0 if ok >= 1.0 and rss_during - rss_before < 50 else 1
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--shoppers", type=int, default=20)
+    p.add_argument("--rate", type=float, default=20.0, help="legitimate rounds per second")
+    p.add_argument("--baseline", type=float, default=5.0, help="seconds before and after")
+    p.add_argument("--attack", type=float, default=20.0, help="seconds of attack")
+    p.add_argument("--slowloris", type=int, default=500)
+    p.add_argument("--signins", type=float, default=200.0)
+    args = p.parse_args()
+    server = start_server(1000)
+    try:
+        code: int = run_fast(run(args, server))
+        return code
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The limits every public HTTP listener enforces (docs/security.md#bounded-http).
+
+Plain values and pure verdicts: ``onsale.http_protocol`` feeds them what it has
+parsed and sends what they decide. Read once from ``ONSALE_HTTP_*`` variables by
+every role and by the payment simulator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class HttpLimitsError(ValueError):
+    """An ``ONSALE_HTTP_*`` value is malformed or out of range."""
+
+
+# (variable, field, default, lowest, highest)
+_INT_SETTINGS: tuple[tuple[str, str, int, int, int], ...] = (
+    ("ONSALE_HTTP_MAX_HEAD_BYTES", "max_head_bytes", 16 * 1024, 1024, 1024 * 1024),
+    ("ONSALE_HTTP_MAX_HEADERS", "max_headers", 100, 8, 1000),
+    ("ONSALE_HTTP_MAX_PIPELINED", "max_pipelined", 4, 1, 64),
+    ("ONSALE_HTTP_MAX_BODY_BYTES", "max_body_bytes", 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    ("ONSALE_HTTP_MAX_CONNECTIONS", "max_connections", 10_000, 1, 1_000_000),
+    ("ONSALE_HTTP_MAX_REQUESTS", "max_requests", 1_000, 1, 1_000_000),
+)
+_FLOAT_SETTINGS: tuple[tuple[str, str, float, float, float], ...] = (
+    ("ONSALE_HTTP_HEADER_TIMEOUT", "header_timeout", 10.0, 0.1, 3600.0),
+    ("ONSALE_HTTP_KEEPALIVE_TIMEOUT", "keepalive_timeout", 5.0, 0.1, 3600.0),
+)
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    max_head_bytes: int = 16 * 1024   # request line plus headers; past it, 431
+    max_headers: int = 100            # header lines in one request; past it, 431
+    max_pipelined: int = 4            # requests parsed ahead on one connection
+    max_body_bytes: int = 1024 * 1024  # by Content-Length or as streamed; past it, 413
+    max_connections: int = 10_000     # open HTTP connections per process; past it, 503
+    max_requests: int = 1_000         # requests in progress per process; past it, 503
+    header_timeout: float = 10.0      # seconds to send a whole request head
+    keepalive_timeout: float = 5.0    # seconds an idle keep-alive connection stays open
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
+        values: dict[str, int | float] = {}
+        for name, field, default, lo, hi in _INT_SETTINGS:
+            raw = env.get(name) or ""
+            try:
+                value = int(raw) if raw else default
+            except ValueError:
+                raise HttpLimitsError(f"{name} must be an integer, got {raw!r}") from None
+            if not lo <= value <= hi:
+                raise HttpLimitsError(f"{name} must be between {lo} and {hi}, got {value}")
+            values[field] = value
+        for name, field, fdefault, flo, fhi in _FLOAT_SETTINGS:
+            raw = env.get(name) or ""
+            try:
+                number = float(raw) if raw else fdefault
+            except ValueError:
+                raise HttpLimitsError(f"{name} must be a number of seconds, got {raw!r}") from None
+            if not flo <= number <= fhi:  # NaN fails this too
+                raise HttpLimitsError(f"{name} must be between {flo} and {fhi} seconds, "
+                                      f"got {raw!r}")
+            values[field] = number
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def head_refusal(limits: HttpLimits, *, head_bytes: int, header_count: int,
+                 content_length: bytes | None) -> int | None:
+    """The status that refuses a complete request head (431, 413, 400), or None.
+
+    ``head_bytes``: the request target plus every header name and value, with
+    four bytes of separators per header. ``content_length``: the raw header value.
+    """
+    if head_bytes > limits.max_head_bytes or header_count > limits.max_headers:
+        return 431
+    if content_length is not None:
+        text = content_length.strip()
+        if not text.isdigit() or not text.isascii():
+            return 400  # the parser refuses most of these first
+        if len(text) > 19 or int(text) > limits.max_body_bytes:
+            return 413
+    return None
+
+
+def partial_head_too_large(limits: HttpLimits, counted: int, slice_size: int) -> bool:
+    """Whether an unfinished head is certainly over the limit. ``counted`` overstates
+    the head by at most one ``slice_size`` (the slice it started in)."""
+    return counted - slice_size > limits.max_head_bytes
+
+
+# Problem codes of the refusals (docs/api.md, docs/security.md).
+REFUSALS: dict[int, tuple[str, str, str]] = {
+    400: ("invalid_request", "The request is malformed",
+          "The HTTP request could not be parsed."),
+    408: ("request_timeout", "The request head took too long",
+          "The request line and headers must arrive within the header timeout."),
+    413: ("payload_too_large", "The request body is too large",
+          "The request body is larger than this server accepts."),
+    431: ("headers_too_large", "The request headers are too large",
+          "The request line and headers are too long or too many."),
+    503: ("overloaded", "The server is at capacity; retry after the Retry-After delay",
+          "Too many connections or requests in progress on this server."),
+}
+
+
+def refusal_body(status: int) -> bytes:
+    code, title, detail = REFUSALS[status]
+    return json.dumps({"type": f"https://onsale.dev/problems/{code.replace('_', '-')}",
+                       "title": title, "status": status, "code": code, "detail": detail},
+                      separators=(",", ":")).encode()
+
+
+def refusal_bytes(status: int, reason: str) -> bytes:
+    """A whole HTTP/1.1 response that refuses and closes the connection."""
+    body = refusal_body(status)
+    retry = b"retry-after: 1\r\n" if status == 503 else b""
+    return (b"HTTP/1.1 %d %s\r\ncontent-type: application/problem+json\r\n"
+            b"content-length: %d\r\n%sconnection: close\r\n\r\n%s"
+            % (status, reason.encode(), len(body), retry, body))

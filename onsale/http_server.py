@@ -1,0 +1,61 @@
+"""How every onsale listener is served: uvicorn with the bounded, corked protocol
+(``onsale.http_protocol``), the cap on requests in progress, and quiet client
+disconnects. Used by ``onsale dev``/``serve`` and by ``onsale psp``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.requests import ClientDisconnect
+
+from onsale.http_limits import HttpLimits, refusal_body
+from onsale.http_protocol import protocol_class
+
+log = logging.getLogger("onsale.http")
+
+
+class RequestLimit:
+    """At most ``limit`` HTTP requests in progress in this process; past it, 503 with
+    ``Retry-After`` at once (the connection stays open). WebSockets are not counted
+    here: they live long, and the seat map caps them itself.
+
+    A request whose client went away while its body was read (including one cut off
+    by the body limit) ends quietly: there is nobody to answer, and no traceback.
+    """
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.in_progress = 0
+        self.state = getattr(app, "state", None)  # _serve reads app.state settings
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.in_progress >= self.limit:
+            body = refusal_body(503)
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/problem+json"),
+                (b"content-length", str(len(body)).encode()), (b"retry-after", b"1")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        self.in_progress += 1
+        try:
+            await self.app(scope, receive, send)
+        except ClientDisconnect:
+            log.debug("client went away during %s %s", scope.get("method"), scope.get("path"))
+        finally:
+            self.in_progress -= 1
+
+
+def uvicorn_config(app: Any, host: str, port: int, limits: HttpLimits, **extra: Any) -> Any:
+    """A ``uvicorn.Config`` with onsale's protocol and limits (``extra`` passes through)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        RequestLimit(app, limits.max_requests), host=host, port=port,
+        http=protocol_class(limits), timeout_keep_alive=limits.keepalive_timeout,  # type: ignore[arg-type]
+        limit_concurrency=None, h11_max_incomplete_event_size=limits.max_head_bytes,
+        **extra)
