@@ -30,7 +30,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -97,15 +96,32 @@ async def background(redis_url: str, seconds: float) -> dict[str, int]:
             if after[k] - before.get(k, 0) > 0 and k != "info"}
 
 
-def cookie(codec: Any, account: uuid.UUID) -> str:
-    return f"onsale_session={codec.encode(account)}"
+def session_cookies(redis_url: str, accounts: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """A live session for each account (its record written to Valkey, as
+    signing in does, pipelined) and the Cookie header that carries it."""
+    import redis
+
+    from core.session_store import CREATE_LUA, create_args
+    from core.sessions import COOKIE, SessionCodec, SessionRef, new_session_id
+
+    codec = SessionCodec(SECRET, 3600)
+    client = redis.Redis.from_url(redis_url)
+    sha = client.script_load(CREATE_LUA)
+    out: dict[uuid.UUID, str] = {}
+    with client.pipeline(transaction=False) as pipe:
+        for account in accounts:
+            ref = SessionRef(account, new_session_id())
+            keys, args = create_args(account, ref.session_id, 3600)
+            pipe.evalsha(sha, len(keys), *keys, *args)
+            out[account] = f"{COOKIE}={codec.encode(ref)}"
+        pipe.execute()
+    client.close()
+    return out
 
 
 async def http_joins(host: str, port: int, event_id: int, accounts: list[uuid.UUID],
-                     concurrency: int) -> tuple[float, list[float], list[str]]:
-    from core.sessions import SessionCodec
-
-    codec = SessionCodec(SECRET, 3600, False)
+                     concurrency: int, cookies: dict[uuid.UUID, str]
+                     ) -> tuple[float, list[float], list[str]]:
     todo = iter(accounts)
     latencies: list[float] = []
     tickets: list[str] = []
@@ -115,7 +131,7 @@ async def http_joins(host: str, port: int, event_id: int, accounts: list[uuid.UU
         for account in todo:
             t0 = time.perf_counter()
             status, _, body = await c.request("POST", f"/api/events/{event_id}/queue", b"",
-                                              {"Cookie": cookie(codec, account)})
+                                              {"Cookie": cookies[account]})
             latencies.append(time.perf_counter() - t0)
             if status != 200:
                 raise SystemExit(f"join failed: {status} {body[:200]!r}")
@@ -197,7 +213,6 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=64)
     args = p.parse_args()
 
-    from core.sessions import SessionCodec
     from edge.tokens import Ticket, TicketCodec, admission_keys
     from onsale.embedded import free_port, start_postgres, start_valkey
 
@@ -220,8 +235,9 @@ def main() -> int:
         accounts = [uuid.uuid4() for _ in range(args.http_joins)]
         memory_before = asyncio.run(used_memory(valkey.url))
         cpu_before = cpu_seconds(started[-1].pid)
+        cookies = session_cookies(valkey.url, accounts)
         elapsed, join_ms, _ = run_fast(http_joins(host, port, event_id, accounts,
-                                                  args.concurrency))
+                                                  args.concurrency, cookies))
         join_cpu = cpu_seconds(started[-1].pid) - cpu_before
         join_ms = sorted(v * 1000 for v in join_ms)
         print(f"edge bench: event {event_id}, one edge process, {args.concurrency} connections")
@@ -236,10 +252,10 @@ def main() -> int:
         grown = asyncio.run(used_memory(valkey.url)) - memory_before
         print(f"  Redis memory        {grown / 2**20:,.0f} MiB for {args.queued:,} queued = "
               f"{grown / max(args.queued, 1):,.0f} bytes per visitor")
-        codec = SessionCodec(SECRET, 3600, False)
         tickets = TicketCodec(admission_keys("", SECRET))
         sample = random.Random(1).sample(placed, min(len(placed), 20_000)) if placed else []
-        visitors = [(cookie(codec, a), tickets.issue(Ticket(event_id, a, place, "bench")))
+        sampled = session_cookies(valkey.url, [a for a, _ in sample])
+        visitors = [(sampled[a], tickets.issue(Ticket(event_id, a, place, "bench")))
                     for a, place in sample]
         # The background (admitter, status refresh, health) first, with no polls.
         idle = asyncio.run(background(valkey.url, args.duration))

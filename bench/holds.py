@@ -1,7 +1,10 @@
 """Drive hold attempts against a running ``onsale dev`` over HTTP and print figures.
 
-    make demo                     # in one terminal (or: .venv/bin/onsale dev)
+    ONSALE_SIGNIN_LIMIT_IP=100000 make demo    # in one terminal (or: onsale dev)
     .venv/bin/python bench/holds.py --duration 20 --concurrency 64
+
+(the bench signs up all its shoppers from one address: sign-ups are
+throttled per address, docs/security.md#sign-in-and-sign-up-throttling)
 
 Creates a fresh 50,000-seat event (short holds so seats recycle), signs up
 shoppers, then fires hold attempts with skewed demand: most requests go to a
@@ -135,6 +138,9 @@ async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, li
         cred = json.dumps({"email": f"bench{tag}-{i}@example.com",
                            "password": "bench-password"}).encode()
         status, headers, _ = await c.request("POST", "/api/accounts", cred)
+        if status == 429:
+            raise SystemExit("sign-up was throttled (429): start onsale dev with "
+                             "ONSALE_SIGNIN_LIMIT_IP=100000 for the bench")
         if status != 201:
             raise SystemExit(f"sign-up failed: {status}")
         session = headers["set-cookie"].split(";", 1)[0]

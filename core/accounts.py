@@ -1,4 +1,11 @@
-"""Accounts: sign up, sign in, sign out, and who am I."""
+"""Accounts: sign up, sign in, sign out (here or everywhere), and who am I.
+
+Sign-in and sign-up are throttled per client address and per email across
+processes (``core.signin_throttle``) and hash passwords in a bounded pool
+(``core.password_pool``); sessions are server-side records
+(``core.sessions``). docs/security.md#sessions and
+#sign-in-and-sign-up-throttling explain the limits.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +19,11 @@ from starlette.routing import Route
 
 from core.db import Database, queries
 from core.inputs import json_object
-from core.passwords import DUMMY_HASH, hash_password, verify_password
+from core.password_pool import PasswordPool
+from core.passwords import Checked, check_password, dummy_hash, hash_password
 from core.problems import Problem
-from core.sessions import SessionCodec, current_account
+from core.sessions import Sessions, current_account
+from core.signin_throttle import SigninThrottle
 from core.timefmt import utc_iso
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -42,49 +51,93 @@ def _account_json(row: Any) -> dict[str, Any]:
     }
 
 
+def client_host(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _check(password: str, stored: str | None) -> Checked:
+    """In the pool: an unknown email is checked against a dummy hash, so that
+    it takes as long as a known one."""
+    if stored is None:
+        check_password(password, dummy_hash())
+        return Checked(False, None)
+    return check_password(password, stored)
+
+
+async def _signed_in(request: Request, response: Response, account_id: Any) -> Response:
+    """A new session (never the one the browser brought: no fixation); the
+    browser's previous session, if any, is revoked in the same round trip."""
+    sessions: Sessions = request.app.state.sessions
+    token = await sessions.create(account_id, replacing=sessions.token(request))
+    sessions.set_cookie(response, token)
+    return response
+
+
 async def sign_up(request: Request) -> Response:
     email, password = parse_credentials(await json_object(request))
-    pw_hash = await asyncio.to_thread(hash_password, password)
+    throttle: SigninThrottle = request.app.state.throttle
+    await throttle.attempt(client_host(request), email, sign_in=False)
+    pool: PasswordPool = request.app.state.passwords
+    pw_hash = await pool.run(hash_password, password)
     db: Database = request.app.state.db
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("accounts")["insert_account"], email, pw_hash)
     if row is None:
         raise Problem(409, "email_taken")
-    response = JSONResponse(_account_json(row), status_code=201)
-    codec: SessionCodec = request.app.state.sessions
-    codec.set_cookie(response, row["account_id"])
-    return response
+    return await _signed_in(request, JSONResponse(_account_json(row), status_code=201),
+                            row["account_id"])
 
 
 async def sign_in(request: Request) -> Response:
     body = await json_object(request)
     email, password = body.get("email"), body.get("password")
-    if not isinstance(email, str) or not isinstance(password, str):
+    if not isinstance(email, str) or not isinstance(password, str) or len(email) > 254:
         raise Problem(401, "bad_credentials")
+    email = email.strip()
+    throttle: SigninThrottle = request.app.state.throttle
+    await throttle.attempt(client_host(request), email, sign_in=True)
     db: Database = request.app.state.db
+    q = queries("accounts")
     async with db.connection() as conn:
-        row = await conn.fetchrow(queries("accounts")["account_by_email"], email.strip())
-    stored = row["password_hash"] if row else DUMMY_HASH
-    ok = await asyncio.to_thread(verify_password, password[:MAX_PASSWORD], stored)
-    if row is None or not ok:
+        row = await conn.fetchrow(q["account_by_email"], email)
+    stored: str | None = row["password_hash"] if row else None
+    pool: PasswordPool = request.app.state.passwords
+    checked = await pool.run(_check, password[:MAX_PASSWORD], stored)
+    if row is None or not checked.ok:
         raise Problem(401, "bad_credentials")
     async with db.connection() as conn:
-        account = await conn.fetchrow(queries("accounts")["account_by_id"], row["account_id"])
-    response = JSONResponse(_account_json(account))
-    codec: SessionCodec = request.app.state.sessions
-    codec.set_cookie(response, row["account_id"])
+        if checked.new_hash is not None:  # scrypt, or older argon2 parameters
+            await conn.execute(q["update_password_hash"], row["account_id"],
+                               checked.new_hash, stored)
+        account = await conn.fetchrow(q["account_by_id"], row["account_id"])
+    response, _ = await asyncio.gather(
+        _signed_in(request, JSONResponse(_account_json(account)), row["account_id"]),
+        throttle.succeeded(email))
     return response
 
 
 async def sign_out(request: Request) -> Response:
+    """Revoke this session: every copy of the cookie stops working. 503 (and
+    the cookie kept, to retry) if the store cannot be reached."""
+    sessions: Sessions = request.app.state.sessions
+    await sessions.revoke(sessions.token(request))
     response = Response(status_code=204)
-    codec: SessionCodec = request.app.state.sessions
-    codec.clear_cookie(response)
+    sessions.clear_cookie(response)
+    return response
+
+
+async def sign_out_everywhere(request: Request) -> Response:
+    """``DELETE /api/sessions``: revoke every session of the signed-in account."""
+    account_id = await current_account(request)
+    sessions: Sessions = request.app.state.sessions
+    await sessions.revoke_all(account_id)
+    response = Response(status_code=204)
+    sessions.clear_cookie(response)
     return response
 
 
 async def me(request: Request) -> Response:
-    account_id = current_account(request)
+    account_id = await current_account(request)
     db: Database = request.app.state.db
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("accounts")["account_by_id"], account_id)
@@ -100,5 +153,6 @@ async def session(request: Request) -> Response:
 routes = [
     Route("/api/accounts", sign_up, methods=["POST"]),
     Route("/api/session", session, methods=["POST", "DELETE"]),
+    Route("/api/sessions", sign_out_everywhere, methods=["DELETE"]),
     Route("/api/me", me, methods=["GET"]),
 ]

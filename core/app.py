@@ -11,33 +11,59 @@ from typing import Any
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from core import accounts, checkout, events, holds, webhooks
 from core.background import start_background, stop_background
 from core.config import Settings
+from core.cookies import settings_cookie_policy
 from core.db import Database, create_pool
+from core.dependency import background_redis, is_outage, request_redis_for
 from core.health import run_health_reporter
 from core.metrics import Metrics, metrics_endpoint
 from core.openapi import openapi_endpoint
+from core.password_pool import PasswordPool
 from core.payments import Payments
 from core.problems import Problem, ProblemResponse, http_exception_handler, problem_handler
 from core.psp_client import PspClient
 from core.reconciler import run_reconciler
-from core.sessions import SessionCodec
+from core.security import install as install_security
+from core.session_store import SessionStore
+from core.sessions import build_sessions
+from core.signin_throttle import SigninThrottle, signin_limits
 from core.sweeper import run_sweeper
 from edge.gate import Gate
-from edge.queue_store import QueueStore, connect
+from edge.queue_store import QueueStore
 from edge.tokens import AdmissionCodec, admission_keys
 
 log = logging.getLogger("onsale.core")
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
+    outage = outage_problem(request, exc)
+    if outage is not None:  # a dependency is down: its breaker logged it once already
+        return await problem_handler(request, outage)
+    if isinstance(exc, ClientDisconnect):  # nobody to answer (gone, or cut off at 413)
+        return Response(status_code=400)
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return ProblemResponse(Problem(500, "internal_error"))
+
+
+def outage_problem(request: Request, exc: Exception) -> Problem | None:
+    """The documented 503 for a dependency failure that no route caught: never a
+    500 with a traceback per request (docs/security.md#dependencies-fail-fast)."""
+    import redis.exceptions
+
+    from core.db import UNAVAILABLE, outage_detail
+
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        code = "queue_unavailable" if "/queue" in request.url.path else "admission_unavailable"
+        return Problem(503, code, detail="The waiting room store did not answer; retry shortly.")
+    if isinstance(exc, UNAVAILABLE) or is_outage(exc):
+        return Problem(503, "inventory_unavailable", detail=outage_detail(exc))
+    return None
 
 
 async def healthz(request: Request) -> Response:
@@ -69,7 +95,8 @@ def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Paymen
     """The provider client and payment driver, when a provider is configured."""
     if settings.psp_url is None:
         return None
-    client = PspClient(settings.psp_url, settings.psp_api_key, settings.psp_timeout)
+    client = PspClient(settings.psp_url, settings.psp_api_key, settings.psp_timeout,
+                       allow_simulator=settings.allow_simulator)
     return Payments(db, client, settings, metrics)
 
 
@@ -80,15 +107,21 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         pool = await create_pool(settings)
-        app.state.db = Database(pool, settings.db_acquire_timeout)
+        app.state.db = Database.from_settings(pool, settings)
         payments = build_payments(app.state.db, settings, app.state.metrics)
         app.state.payments = payments
         tasks: list[asyncio.Task[None]] = []
         redis: Redis | None = None
+        background: Redis | None = None
         if settings.redis_url is not None:
-            # The gate's revocation check and the health reports for the admitter.
-            redis = connect(settings.redis_url)
+            # The gate's revocation check and the health reports for the admitter:
+            # the request path's client (bounded, behind a circuit breaker), which the
+            # edge and the seat map reuse when mounted here (one breaker per process).
+            redis = request_redis_for(settings)
+            app.state.redis = redis
             app.state.gate.attach(QueueStore(redis))
+            app.state.sessions.attach(SessionStore(redis))
+            app.state.throttle.attach(redis)
             tasks.append(asyncio.create_task(
                 run_health_reporter(app.state.db, redis, app.state.metrics),
                 name="onsale-core-health"))
@@ -100,17 +133,24 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
             if payments is not None:
                 tasks.append(asyncio.create_task(
                     run_reconciler(payments, settings.reconcile_interval)))
-            if redis is not None:
+            if settings.redis_url is not None:
+                # Blocking reads (XREADGROUP): a client of their own.
+                background = background_redis(settings.redis_url)
                 tasks += await start_background(
-                    pool, redis, app.state.metrics, stream_maxlen=settings.outbox_stream_maxlen,
+                    pool, background, app.state.metrics,
+                    stream_maxlen=settings.outbox_stream_maxlen,
                     retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
         try:
             yield
         finally:
             await stop_background(tasks)
             await app.state.gate.stop()
+            app.state.passwords.close()
             if redis is not None:
+                app.state.redis = None
                 await redis.aclose()
+            if background is not None:
+                await background.aclose()
             if payments is not None:
                 await payments.drain()
                 await payments.client.close()
@@ -125,15 +165,20 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
         },
         lifespan=lifespan,
     )
+    install_security(app, settings)  # origin check and headers (docs/security.md)
     app.state.settings = settings
     app.state.metrics = Metrics()
     app.state.payments = None
-    app.state.sessions = SessionCodec(
-        settings.secret_key, settings.session_max_age, settings.cookie_secure
-    )
+    # Sessions and sign-in throttling need Redis (attached in the lifespan);
+    # without REDIS_URL they answer 503 session_unavailable: fail closed.
+    app.state.sessions = build_sessions(settings)
+    app.state.throttle = SigninThrottle(signin_limits(settings),
+                                        timeout=settings.session_store_timeout)
+    app.state.passwords = PasswordPool(settings.password_workers, settings.password_queue)
     # Holds and checkout re-verify admission (docs/edge.md#the-gate). Without
     # REDIS_URL the gate still checks signatures, then refuses: fail closed.
     app.state.gate = Gate(AdmissionCodec(
         admission_keys(settings.admission_keys, settings.secret_key),
-        settings.admission_ttl_seconds), None)
+        settings.admission_ttl_seconds), None,
+        cookie_prefix=settings_cookie_policy(settings).prefix)
     return app

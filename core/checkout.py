@@ -18,7 +18,7 @@ from starlette.routing import Route
 from core.db import Database, queries
 from core.hold_store import problem_from_db
 from core.holds import hold_id_path, require_admission_for_hold
-from core.inputs import idempotency_key, json_object
+from core.inputs import idempotency_key, json_object, parse_uuid
 from core.payment_rules import mask_payment_method
 from core.payments import Payments, crash_point
 from core.problems import Problem
@@ -84,7 +84,7 @@ async def read_order(db: Database, order_id: uuid.UUID, account: uuid.UUID) -> d
 
 async def post_checkout(request: Request) -> Response:
     started = time.perf_counter()
-    account = current_account(request)
+    account = await current_account(request)
     hold_id = hold_id_path(request)
     key = idempotency_key(request)
     payment_method = normalize_payment_method(parse_payment_method(await json_object(request)))
@@ -127,11 +127,10 @@ async def post_checkout(request: Request) -> Response:
 
 
 async def get_order(request: Request) -> Response:
-    account = current_account(request)
-    try:
-        order_id = uuid.UUID(request.path_params["order_id"])
-    except ValueError:
-        raise Problem(404, "order_not_found") from None
+    account = await current_account(request)
+    order_id = parse_uuid(request.path_params["order_id"])
+    if order_id is None:
+        raise Problem(404, "order_not_found")
     return JSONResponse(await read_order(request.app.state.db, order_id, account))
 
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.origins import parse_origin
+
 
 class ConfigError(ValueError):
     """A configuration value is missing or malformed."""
@@ -81,7 +83,7 @@ class Settings:
     max_seats_per_hold: int = 6
     db_pool_min: int = 2
     db_pool_max: int = 8
-    db_acquire_timeout: float = 2.0
+    db_acquire_timeout: float = 0.5
     db_statement_timeout_ms: int = 5000
     sweep_interval: float = 1.0
     sweep_batch: int = 500
@@ -118,6 +120,32 @@ class Settings:
     target_payment_error_rate: float = 0.05
     target_completion_floor: float = 0.0
     target_active_headroom: float = 0.9
+    # Cross-site request forgery (docs/security.md#cross-site-request-forgery):
+    # origins besides ONSALE_PUBLIC_URL's whose pages may post (ONSALE_ALLOWED_ORIGINS).
+    allowed_origins: tuple[str, ...] = ()
+    # Sessions and sign-in (docs/configuration.md#sessions-and-sign-in,
+    # docs/security.md#sessions): session_settings(env) reads them.
+    session_store_timeout: float = 0.5
+    signin_window_seconds: int = 60
+    signin_limit_ip: int = 60
+    signin_limit_email: int = 10
+    signin_lockout_after: int = 5
+    signin_lockout_seconds: int = 30
+    signin_lockout_max_seconds: int = 900
+    password_workers: int = 2
+    password_queue: int = 16
+    # Dependencies fail fast (docs/security.md#dependencies-fail-fast); read by
+    # dependency_settings(env). Request paths: PostgreSQL statements are cancelled by the
+    # server after db_request_timeout_ms, and given up by the client 250 ms later; every
+    # Redis/Valkey call answers within redis_timeout; after a failure the dependency's
+    # circuit breaker refuses calls for dependency_backoff seconds, doubling up to
+    # dependency_backoff_max. The payment simulator guard: allow_simulator.
+    db_request_timeout_ms: int = 500
+    redis_timeout: float = 0.25
+    redis_pool_wait: float = 0.5
+    dependency_backoff: float = 0.5
+    dependency_backoff_max: float = 2.0
+    allow_simulator: bool = False
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
@@ -149,7 +177,7 @@ class Settings:
             max_seats_per_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
             db_pool_min=pool_min,
             db_pool_max=pool_max,
-            db_acquire_timeout=_float(env, "ONSALE_DB_ACQUIRE_TIMEOUT", 2.0),
+            db_acquire_timeout=_float(env, "ONSALE_DB_ACQUIRE_TIMEOUT", 0.5),
             db_statement_timeout_ms=env_int(
                 env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
@@ -162,6 +190,9 @@ class Settings:
             session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
             **payment_settings(env),
             **edge_settings(env),
+            **session_settings(env),
+            **security_settings(env),
+            **dependency_settings(env),
         )
 
 
@@ -230,6 +261,70 @@ def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "target_completion_floor": _share(env, "ONSALE_TARGET_COMPLETION_FLOOR", 0.0,
                                           zero=True),
         "target_active_headroom": _share(env, "ONSALE_TARGET_ACTIVE_HEADROOM", 0.9),
+    }
+
+
+def security_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Origins allowed to post (docs/configuration.md#security)."""
+    origins = []
+    for raw in (env.get("ONSALE_ALLOWED_ORIGINS") or "").split(","):
+        if not raw.strip():
+            continue
+        origin = parse_origin(raw)
+        if origin is None:
+            raise ConfigError("every ONSALE_ALLOWED_ORIGINS entry must be an origin like "
+                              f"https://shop.example or http://127.0.0.1:8000, got {raw.strip()!r}")
+        origins.append(origin)
+    return {"allowed_origins": tuple(dict.fromkeys(origins))}
+
+
+def session_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """The session store's timeout, sign-in throttling and the password-hashing
+    pool (docs/configuration.md#sessions-and-sign-in)."""
+    lockout = env_int(env, "ONSALE_SIGNIN_LOCKOUT_SECONDS", 30, 1, 86400)
+    lockout_max = env_int(env, "ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS", 900, 1, 7 * 86400)
+    if lockout_max < lockout:
+        raise ConfigError("ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS must be at least "
+                          "ONSALE_SIGNIN_LOCKOUT_SECONDS")
+    timeout = _float(env, "ONSALE_SESSION_STORE_TIMEOUT", 0.5)
+    if timeout > 10:
+        raise ConfigError("ONSALE_SESSION_STORE_TIMEOUT must be at most 10 seconds")
+    return {
+        "session_store_timeout": timeout,
+        "signin_window_seconds": env_int(env, "ONSALE_SIGNIN_WINDOW_SECONDS", 60, 1, 86400),
+        "signin_limit_ip": env_int(env, "ONSALE_SIGNIN_LIMIT_IP", 60, 1, 10**9),
+        "signin_limit_email": env_int(env, "ONSALE_SIGNIN_LIMIT_EMAIL", 10, 1, 10**9),
+        "signin_lockout_after": env_int(env, "ONSALE_SIGNIN_LOCKOUT_AFTER", 5, 1, 1000),
+        "signin_lockout_seconds": lockout,
+        "signin_lockout_max_seconds": lockout_max,
+        "password_workers": env_int(env, "ONSALE_PASSWORD_WORKERS", 2, 1, 64),
+        "password_queue": env_int(env, "ONSALE_PASSWORD_QUEUE", 16, 0, 10_000),
+    }
+
+
+def dependency_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """Request-path bounds, the circuit breakers' back-off and the simulator guard
+    (docs/configuration.md#dependencies)."""
+    redis_timeout = _float(env, "ONSALE_REDIS_TIMEOUT", 0.25)
+    pool_wait = _float(env, "ONSALE_REDIS_POOL_WAIT", 0.5)
+    if redis_timeout > 10 or pool_wait > 10:
+        raise ConfigError("ONSALE_REDIS_TIMEOUT and ONSALE_REDIS_POOL_WAIT must be at most "
+                          "10 seconds")
+    backoff = _float(env, "ONSALE_DEPENDENCY_BACKOFF", 0.5)
+    backoff_max = _float(env, "ONSALE_DEPENDENCY_BACKOFF_MAX", 2.0)
+    if backoff > 60 or backoff_max > 300:
+        raise ConfigError("ONSALE_DEPENDENCY_BACKOFF must be at most 60 seconds and "
+                          "ONSALE_DEPENDENCY_BACKOFF_MAX at most 300")
+    if backoff_max < backoff:
+        raise ConfigError("ONSALE_DEPENDENCY_BACKOFF_MAX must be at least "
+                          "ONSALE_DEPENDENCY_BACKOFF")
+    return {
+        "db_request_timeout_ms": env_int(env, "ONSALE_DB_REQUEST_TIMEOUT_MS", 500, 10, 60_000),
+        "redis_timeout": redis_timeout,
+        "redis_pool_wait": pool_wait,
+        "dependency_backoff": backoff,
+        "dependency_backoff_max": backoff_max,
+        "allow_simulator": _bool(env, "ONSALE_ALLOW_SIMULATOR", False),
     }
 
 

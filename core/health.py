@@ -23,6 +23,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.db import Database
+from core.dependency import is_outage
 from core.metrics import Metrics
 
 HEALTH_KEY = "onsale:health:core"
@@ -110,7 +111,8 @@ async def run_health_reporter(db: Database, redis: Redis, metrics: Metrics,
             try:
                 await redis.hset(HEALTH_KEY, me, json.dumps(doc))
             except Exception as exc:
-                log.warning("publishing core health failed: %s", exc)
+                if not is_outage(exc):  # an outage is logged once, by the breaker
+                    log.warning("publishing core health failed: %s", exc)
             await asyncio.sleep(interval)
     finally:
         with contextlib.suppress(Exception):

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from core.db import Database, queries
 from core.hold_rules import effective_status, parse_hold_request, request_digest
 from core.hold_store import create_hold, problem_from_db
-from core.inputs import idempotency_key, int_path, json_object
+from core.inputs import idempotency_key, int_path, json_object, parse_uuid
 from core.problems import Problem
 from core.sessions import current_account
 from core.timefmt import utc_iso
@@ -21,14 +21,14 @@ from edge.gate import Gate
 
 
 def hold_id_path(request: Request) -> uuid.UUID:
-    try:
-        return uuid.UUID(request.path_params["hold_id"])
-    except ValueError:
-        raise Problem(404, "hold_not_found") from None
+    hold_id = parse_uuid(request.path_params["hold_id"])
+    if hold_id is None:
+        raise Problem(404, "hold_not_found")
+    return hold_id
 
 
 async def post_hold(request: Request) -> Response:
-    account = current_account(request)
+    account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
     key = idempotency_key(request)
     hold_request = parse_hold_request(await json_object(request))
@@ -58,7 +58,7 @@ def hold_json(row: Any) -> dict[str, Any]:
 
 
 async def get_hold(request: Request) -> Response:
-    account = current_account(request)
+    account = await current_account(request)
     hold_id = hold_id_path(request)
     db: Database = request.app.state.db
     async with db.connection() as conn:
@@ -69,7 +69,7 @@ async def get_hold(request: Request) -> Response:
 
 
 async def delete_hold(request: Request) -> Response:
-    account = current_account(request)
+    account = await current_account(request)
     hold_id = hold_id_path(request)
     db: Database = request.app.state.db
     q = queries("holds")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -10,11 +12,33 @@ from starlette.requests import Request
 from core.problems import Problem
 
 MAX_BODY = 64 * 1024
+_ID = re.compile(r"[0-9]{1,19}")  # ASCII only: int() and str.isdigit() take '²' and '٣'
 
 
-async def json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object, or 400 ``invalid_json``."""
+def is_json_media_type(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON: ``application/json`` or
+    ``application/<anything>+json``, any parameters (``; charset=utf-8``) allowed."""
+    if not content_type:
+        return False
+    media = content_type.partition(";")[0].strip().lower()
+    kind, slash, subtype = media.partition("/")
+    return (kind == "application" and slash == "/"
+            and (subtype == "json" or (subtype.endswith("+json") and len(subtype) > 5)))
+
+
+async def json_object(request: Request, *, optional: bool = False) -> dict[str, Any]:
+    """The body as a JSON object: 415 ``unsupported_media_type`` unless the
+    Content-Type is JSON (a form or ``text/plain`` a foreign page could send
+    without a CORS preflight never gets parsed), 400 ``invalid_json`` if it
+    is not an object. ``optional``: an empty body is ``{}`` whatever its type."""
+    if not is_json_media_type(request.headers.get("content-type")):
+        if optional and not await request.body():
+            return {}
+        raise Problem(415, "unsupported_media_type",
+                      detail="Send the body as JSON with Content-Type: application/json.")
     raw = await request.body()
+    if optional and not raw:
+        return {}
     if len(raw) > MAX_BODY:
         raise Problem(413, "invalid_request", detail="The request body is too large.")
     try:
@@ -35,13 +59,29 @@ def idempotency_key(request: Request) -> str:
     return key
 
 
-def int_path(request: Request, name: str, code: str) -> int:
-    raw = request.path_params[name]
+def parse_id(raw: object) -> int | None:
+    """A positive bigint id written in ASCII digits (``"42"``), else None: no
+    sign, no spaces, no ``_``, no other script's digits (``int("٣") == 3``)."""
+    if not isinstance(raw, str) or _ID.fullmatch(raw) is None:
+        return None
+    value = int(raw)
+    return value if 0 < value < 2**63 else None
+
+
+def parse_uuid(raw: object) -> uuid.UUID | None:
+    """A UUID written in ASCII, else None (``uuid.UUID`` reads '٣' as a hex digit 3)."""
+    if not isinstance(raw, str) or not raw.isascii():
+        return None
     try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise Problem(404, code) from None
-    if not 0 < value < 2**63:
+        return uuid.UUID(raw)
+    except ValueError:
+        return None
+
+
+def int_path(request: Request, name: str, code: str) -> int:
+    """The path parameter ``name`` as an id, or 404 ``code``."""
+    value = parse_id(request.path_params[name])
+    if value is None:
         raise Problem(404, code)
     return value
 

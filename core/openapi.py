@@ -39,14 +39,26 @@ PATHS: dict[str, dict[str, Any]] = {
         "summary": "Sign up", "requestBody": _CREDS,
         "responses": {"201": _json("Account", "Created; the session cookie is set"),
                       "400": _problem("invalid_email", "weak_password", "invalid_json"),
-                      "409": _problem("email_taken")}}},
+                      "409": _problem("email_taken"),
+                      "429": _problem("rate_limited"),
+                      "503": _problem("session_unavailable", "sign_in_busy")}}},
     "/api/session": {
-        "post": {"summary": "Sign in", "requestBody": _CREDS,
-                 "responses": {"200": _json("Account"), "401": _problem("bad_credentials")}},
-        "delete": {"summary": "Sign out", "responses": {"204": {"description": "Signed out"}}}},
+        "post": {"summary": "Sign in (a new session id every time)", "requestBody": _CREDS,
+                 "responses": {"200": _json("Account"), "401": _problem("bad_credentials"),
+                               "429": _problem("rate_limited"),
+                               "503": _problem("session_unavailable", "sign_in_busy")}},
+        "delete": {"summary": "Sign out: revoke this session for every copy of the cookie",
+                   "responses": {"204": {"description": "Signed out"},
+                                 "503": _problem("session_unavailable")}}},
+    "/api/sessions": {"delete": {
+        "summary": "Sign out everywhere: revoke every session of the account",
+        "responses": {"204": {"description": "Every session of the account revoked"},
+                      "401": _problem("authentication_required"),
+                      "503": _problem("session_unavailable")}}},
     "/api/me": {"get": {"summary": "The signed-in account",
                         "responses": {"200": _json("Account"),
-                                      "401": _problem("authentication_required")}}},
+                                      "401": _problem("authentication_required"),
+                                      "503": _problem("session_unavailable")}}},
     "/api/events": {"get": {"summary": "List events",
                             "responses": {"200": _json("EventList")}}},
     "/api/events/{event_id}": {"get": {
@@ -226,6 +238,34 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
+_UNSAFE = ("post", "put", "patch", "delete")
+_RAW_BODY = ("/api/webhooks/payments",)  # signed bytes, not json_object: no 415
+
+
+def _with_refusals(paths: dict[str, Any]) -> dict[str, Any]:
+    """Every unsafe operation can be ``403 cross_site_request`` (core.security), and
+    every one that reads a JSON body ``415 unsupported_media_type`` (core.inputs)."""
+    out: dict[str, Any] = {}
+    for path, item in paths.items():
+        out[path] = dict(item)
+        for method, op in item.items():
+            if method not in _UNSAFE:
+                continue
+            responses = dict(op["responses"])
+            extra = [("403", "cross_site_request")]
+            if "requestBody" in op and path not in _RAW_BODY:
+                extra.append(("415", "unsupported_media_type"))
+            for status, code in extra:
+                found = responses.get(status)
+                if found is None or "application/problem+json" not in found.get("content", {}):
+                    responses[status] = _problem(code)
+                else:
+                    responses[status] = {**found,
+                                         "description": f"{found['description']}, {code}"}
+            out[path][method] = {**op, "responses": responses}
+    return out
+
+
 def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
     """The document of what an app serves: core, the edge, the seat map, or all (dev)."""
     from edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
@@ -246,7 +286,7 @@ def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "onsale API (" + " + ".join(parts) + ")", "version": "0.1.0"},
-        "paths": paths,
+        "paths": _with_refusals(paths),
         "components": {
             "schemas": schemas,
             "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},

@@ -11,12 +11,16 @@ from starlette.responses import Response
 TITLES: dict[str, str] = {
     "invalid_json": "The request body is not valid JSON",
     "invalid_request": "The request is malformed",
+    "unsupported_media_type": "The request body must be JSON (Content-Type: application/json)",
+    "cross_site_request": "This request came from another site's page and was refused",
     "invalid_seats": "The seat selection is not valid",
     "invalid_email": "The email address is not valid",
     "weak_password": "The password must be 8 to 256 characters",
     "email_taken": "An account with this email already exists",
     "bad_credentials": "Email or password is wrong",
     "authentication_required": "Sign in first",
+    "session_unavailable": "Sessions cannot be checked or created right now; retry shortly",
+    "sign_in_busy": "Too many sign-ins are being checked at once; retry shortly",
     "admin_required": "An operator token is required",
     "idempotency_key_required": "An Idempotency-Key header is required",
     "idempotency_conflict": "This Idempotency-Key was used for a different request",
@@ -46,6 +50,7 @@ TITLES: dict[str, str] = {
     "admission_wrong_account": "The admission token belongs to another account",
     "admission_revoked": "This admission was revoked: the account entered on another device",
     "admission_unavailable": "Admission cannot be verified right now; retry shortly",
+    "too_many_sockets": "This account has too many seat-map connections open; close a tab",
     "not_in_queue": "You are not in this event's queue; join it first",
     "queue_not_open": "The queue for this event has not opened yet",
     "queue_closed": "The queue for this event is closed",
@@ -57,6 +62,11 @@ TITLES: dict[str, str] = {
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",
+    # The HTTP layer's refusals (onsale/http_limits.py, docs/security.md#bounded-http).
+    "headers_too_large": "The request headers are too large",
+    "payload_too_large": "The request body is too large",
+    "request_timeout": "The request head took too long",
+    "overloaded": "The server is at capacity; retry after the Retry-After delay",
 }
 
 

@@ -8,16 +8,57 @@ an answer with no status (UNKNOWN to core/payment_rules.py), never raised.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from typing import Any
 
 import httpx
 
+from core.config import ConfigError, Settings
 from core.payment_rules import ProviderAnswer
+
+log = logging.getLogger("onsale.payments")
+
+# The payment simulator (psp/) marks every response and webhook with this header;
+# a real provider never does (docs/security.md#the-payment-simulator-never-takes-real-money).
+SIMULATOR_HEADER = "onsale-simulator"
+SIMULATOR_REFUSED = ("the payment provider is the onsale simulator; set "
+                     "ONSALE_ALLOW_SIMULATOR=true only where no real money is meant to move")
+
+
+def provider_identity(base_url: str, timeout: float = 3.0) -> str:
+    """``simulator``, ``provider`` (it answered, without the mark) or ``unreachable``:
+    one GET of the API root, checked at startup by ``onsale serve``."""
+    try:
+        response = httpx.get(f"{base_url}/", timeout=timeout)
+    except httpx.HTTPError:
+        return "unreachable"
+    return "simulator" if SIMULATOR_HEADER in response.headers else "provider"
+
+
+def check_provider(settings: Settings, *, timeout: float = 3.0) -> str | None:
+    """Refuse to start (``ConfigError``) against the simulator unless
+    ONSALE_ALLOW_SIMULATOR is set. An unreachable provider does not stop startup
+    (it may be down for a while; sales can still hold seats): the warning is
+    returned, and every answer is checked again (``PspClient``)."""
+    if settings.psp_url is None or settings.allow_simulator:
+        return None
+    identity = provider_identity(settings.psp_url, timeout)
+    if identity == "simulator":
+        raise ConfigError(f"{SIMULATOR_REFUSED} (ONSALE_PSP_URL={settings.psp_url})")
+    if identity == "unreachable":
+        return (f"the payment provider at {settings.psp_url} did not answer; starting "
+                "anyway, and an answer from the onsale simulator will not be trusted")
+    return None
 
 
 class PspClient:
-    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+    def __init__(self, base_url: str, api_key: str, timeout: float, *,
+                 allow_simulator: bool = False) -> None:
+        """Without ``allow_simulator`` an answer from the simulator counts as no
+        answer (UNKNOWN): nothing is ever sold on the simulator's word."""
+        self.allow_simulator = allow_simulator
+        self._warned = False
         self.http = httpx.AsyncClient(
             base_url=base_url, timeout=timeout,
             headers={"Authorization": f"Bearer {api_key}"},
@@ -36,6 +77,12 @@ class PspClient:
                                                headers=headers)
         except httpx.HTTPError as exc:  # timeouts, resets, a response lost mid-way
             return ProviderAnswer(None, None, f"{type(exc).__name__}: {exc}"[:200])
+        if SIMULATOR_HEADER in response.headers and not self.allow_simulator:
+            if not self._warned:
+                self._warned = True
+                log.error("%s: every payment stays unconfirmed until this is fixed",
+                          SIMULATOR_REFUSED)
+            return ProviderAnswer(None, None, SIMULATOR_REFUSED[:200])
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):

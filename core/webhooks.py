@@ -21,6 +21,7 @@ from core.db import Database, queries
 from core.payment_rules import can_change, webhook_outcomes
 from core.payments import Payments
 from core.problems import Problem
+from core.psp_client import SIMULATOR_HEADER
 from psp.signature import HEADER, SignatureError, verify
 
 SIGNATURE_TOLERANCE_SECONDS = 300
@@ -48,6 +49,11 @@ async def receive_payment_webhook(request: Request) -> Response:
     if payments is None:
         raise Problem(503, "payments_unavailable")
     metrics = request.app.state.metrics
+    if SIMULATOR_HEADER in request.headers and not payments.settings.allow_simulator:
+        metrics.webhooks.labels(result="simulator_refused").inc()
+        raise Problem(503, "payments_unavailable",
+                      detail="Webhooks from the payment simulator are refused here "
+                             "(ONSALE_ALLOW_SIMULATOR is not set).")
     raw = await request.body()
     try:
         verify(payments.settings.psp_webhook_secret, raw, request.headers.get(HEADER, ""),

@@ -37,21 +37,33 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
+def is_csp_violation(text: str) -> bool:
+    return "Content Security Policy" in text or "Content-Security-Policy" in text
+
+
 @pytest.fixture
 def new_context(browser: Browser, onsale: Onsale) -> Iterator[Callable[[], BrowserContext]]:
-    """Fresh browser contexts (separate cookies: separate shoppers), closed after the test."""
+    """Fresh browser contexts (separate cookies: separate shoppers), closed after the test.
+    A page that breaks the pages' Content-Security-Policy fails the test."""
     made: list[BrowserContext] = []
+    violations: list[str] = []
+
+    def watch(page: Page) -> None:
+        page.on("console", lambda m: violations.append(f"{page.url}: {m.text}")
+                if is_csp_violation(m.text) else None)
 
     def make() -> BrowserContext:
         context = browser.new_context(base_url=onsale.base_url,
                                       viewport={"width": 1280, "height": 900})
         context.set_default_timeout(15_000)
+        context.on("page", watch)
         made.append(context)
         return context
 
     yield make
     for context in made:
         context.close()
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from edge.caches import EventConfig, every
 from edge.controller import Bounds, Decision, Health, Targets, decide
 from edge.draw import draw_order
 from edge.health import HealthSource
-from edge.queue_store import Fenced
+from edge.queue_store import Fenced, QueueStore
 from edge.runtime import Edge
 
 log = logging.getLogger("onsale.admitter")
@@ -63,8 +63,12 @@ def targets_from(settings: Settings) -> Targets:
 class Admitter:
     def __init__(self, edge: Edge, *, owner: str | None = None,
                  health: HealthSource | None = None, targets: Targets | None = None,
-                 control_seconds: float = CONTROL_SECONDS, record: bool = False) -> None:
+                 control_seconds: float = CONTROL_SECONDS, record: bool = False,
+                 bulk: QueueStore | None = None) -> None:
         self.edge = edge
+        # The draw's and the pre-queue merge's large replies and long scripts: a client
+        # without the request path's short bound (edge.runtime.start_edge gives one).
+        self.bulk = bulk or edge.store
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.health = health or HealthSource(edge.redis)
         self.targets = targets or targets_from(edge.settings)
@@ -136,8 +140,8 @@ class Admitter:
         if config.policy == "random" and not run.drawn:
             await self.draw(config, run)
         elif config.policy == "fifo" and not run.merged:
-            if not run.drawn and await store.prequeue_size(event_id):
-                await store.merge_prequeue(event_id, fence)
+            if not run.drawn and await self.bulk.prequeue_size(event_id):
+                await self.bulk.merge_prequeue(event_id, fence)
             run.merged = True
         occupied = swept.active + swept.pending
         decision = await self.control(config, run, occupied, now)
@@ -175,9 +179,9 @@ class Admitter:
         """Close the pre-queue, order it by the committed seed, publish the
         participants and the seed, then give the places (idempotent steps: a
         new lease holder repeats them with the same participants)."""
-        store, event_id = self.edge.store, config.event_id
+        store, event_id = self.bulk, config.event_id
         await store.close_draw(event_id, run.fence)
-        async with self.edge.db.connection() as conn:
+        async with self.edge.db.slow_connection() as conn:
             secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
             if secret is None:  # no seed committed: nothing to draw by
                 from core.event_store import commit_draw_seed

@@ -15,11 +15,13 @@ from starlette.routing import Route
 
 from core.config import ConfigError, Settings
 from core.db import Database, create_pool
+from core.dependency import background_redis, request_redis_for
 from core.problems import Problem, http_exception_handler, problem_handler
-from core.sessions import SessionCodec
+from core.security import install as install_security
+from core.session_store import SessionStore
+from core.sessions import Sessions, build_sessions
 from edge import ops, ops_dashboard, routes
 from edge.pow import RiskHook, no_risk
-from edge.queue_store import connect
 from edge.runtime import build_edge, start_edge, stop_edge
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
@@ -46,15 +48,28 @@ def edge_lifespan(settings: Settings, *, admitter: bool, risk: RiskHook = no_ris
             if db is None:
                 pool = await create_pool(settings)
                 stack.push_async_callback(pool.close)
-                db = Database(pool, settings.db_acquire_timeout)
-            redis = connect(redis_url)
-            stack.push_async_callback(redis.aclose)
+                db = Database.from_settings(pool, settings)
+            # The request path's client: core's when mounted there (one circuit breaker
+            # per process), else a bounded one of its own.
+            redis = getattr(app.state, "redis", None)
+            if redis is None:
+                redis = request_redis_for(settings)
+                stack.push_async_callback(redis.aclose)
+                app.state.redis = redis
+                stack.callback(setattr, app.state, "redis", None)
+            bulk = None
+            if admitter:
+                bulk = background_redis(redis_url)
+                stack.push_async_callback(bulk.aclose)
+            sessions: Sessions = app.state.sessions
+            if sessions.store is None:  # mounted in core, core's already has one
+                sessions.attach(SessionStore(redis))
             edge = build_edge(settings, db, redis, risk=risk)
             shared = getattr(app.state, "gate", None)
             if shared is not None and shared.store is not None:
                 edge.gate = shared  # mounted in core: one revocation cache for both
             app.state.edge = edge
-            start_edge(edge, admitter=admitter)
+            start_edge(edge, admitter=admitter, bulk=bulk)
             stack.push_async_callback(stop_edge, edge)
             yield
 
@@ -73,9 +88,9 @@ def build_edge_app(settings: Settings, *, admitter: bool = True,
                             Exception: internal_error},
         lifespan=edge_lifespan(settings, admitter=admitter, risk=risk),
     )
+    install_security(app, settings)  # origin check and headers (docs/security.md)
     app.state.settings = settings
-    app.state.sessions = SessionCodec(settings.secret_key, settings.session_max_age,
-                                      settings.cookie_secure)
+    app.state.sessions = build_sessions(settings)  # its store: attached in the lifespan
     app.state.openapi_parts = ("edge",)
     return app
 

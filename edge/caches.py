@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from core.db import Database, queries
+from core.dependency import is_outage
 from edge.queue_store import QueueStore
 
 log = logging.getLogger("onsale.edge")
@@ -197,12 +198,14 @@ class Marks:
 
 
 async def every(interval: float, step: Callable[[], Any], name: str) -> None:
-    """Run ``step`` forever, ``interval`` apart; failures are logged, never fatal."""
+    """Run ``step`` forever, ``interval`` apart; failures are logged, never fatal
+    (a dependency being down is not: its circuit breaker logs that once)."""
     while True:
         try:
             await step()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("%s failed: %s", name, exc)
+            if not is_outage(exc):
+                log.warning("%s failed: %s", name, exc)
         await asyncio.sleep(interval)

@@ -25,17 +25,25 @@ from starlette.requests import HTTPConnection
 
 from core.problems import Problem
 from edge.caches import Marks, every
-from edge.queue_store import QueueStore
-from edge.tokens import ADMISSION_HEADER, Admission, AdmissionCodec, Verdict, admission_cookie
+from edge.queue_store import ADMISSION_STORE_DOWN, QueueStore
+from edge.tokens import (
+    ADMISSION_COOKIE,
+    ADMISSION_HEADER,
+    Admission,
+    AdmissionCodec,
+    Verdict,
+    admission_cookie,
+)
 
-COOKIE_PREFIX = "onsale_admission_"
+COOKIE_PREFIX = ADMISSION_COOKIE
 
 
 class Gate:
     def __init__(self, codec: AdmissionCodec, store: QueueStore | None, *,
                  cache_seconds: float = 1.0, max_entries: int = 100_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cookie_prefix: str = "") -> None:
         self.codec = codec
+        self.cookie_prefix = cookie_prefix  # core.cookies.cookie_policy(...).prefix
         self.store = store
         self.cache_seconds = cache_seconds
         self.max_entries = max_entries
@@ -50,17 +58,17 @@ class Gate:
         self.store = store
         self.marks = Marks(store, "active")
 
-    @staticmethod
-    def token(request: HTTPConnection, event_id: int) -> str | None:
-        """The ``Admission-Token`` header (API clients), else the event's cookie."""
+    def token(self, request: HTTPConnection, event_id: int) -> str | None:
+        """The ``Admission-Token`` header (API clients), else the event's cookie
+        (named as ``edge.routes`` sets it: ``__Host-`` prefixed over https)."""
         return request.headers.get(ADMISSION_HEADER) or request.cookies.get(
-            admission_cookie(event_id))
+            admission_cookie(event_id, self.cookie_prefix))
 
     @staticmethod
     def presented(request: HTTPConnection) -> bool:
         """Whether the request carries any admission token at all."""
         return ADMISSION_HEADER in request.headers or any(
-            name.startswith(COOKIE_PREFIX) for name in request.cookies)
+            name.removeprefix("__Host-").startswith(COOKIE_PREFIX) for name in request.cookies)
 
     def verdict(self, token: str | None, event_id: int,
                 account: uuid.UUID) -> tuple[Verdict, Admission | None]:
@@ -109,7 +117,7 @@ class Gate:
         try:
             value = await self.store.session(*key)
         except Exception as exc:  # Redis down: refuse rather than guess
-            raise Problem(503, "admission_unavailable", detail=type(exc).__name__) from exc
+            raise Problem(503, "admission_unavailable", detail=ADMISSION_STORE_DOWN) from exc
         self._cache[key] = (value, now)
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_entries:

@@ -19,6 +19,7 @@ from core.problems import Problem
 from core.sessions import require_admin
 from core.timefmt import utc_iso
 from edge.admission import eta_seconds
+from edge.queue_store import QUEUE_STORE_DOWN
 from edge.runtime import Edge
 
 SETTINGS = ("queue_policy", "prequeue_at", "admission_rate_min", "admission_rate_max",
@@ -37,7 +38,7 @@ async def queue_doc(edge: Edge, event_id: int) -> dict[str, Any]:
     try:
         figures = await edge.store.figures(event_id)
     except Exception as exc:
-        raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+        raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
     status, stats = figures["status"], figures["stats"]
     measured = float(status.get("measured", 0))
     updated = float(status.get("updated", 0))

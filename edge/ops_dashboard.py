@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from core.audit import run_audit
 from core.db import queries
+from core.dependency import describe
 from core.health import HEALTH_KEY
 from core.inputs import int_path, json_object
 from core.openapi import _EVENT, _json, _problem
@@ -97,7 +98,7 @@ async def health_doc(edge: Edge, active: int, cap: int) -> dict[str, Any]:
     try:
         raw = await edge.redis.hgetall(HEALTH_KEY)
     except Exception as exc:
-        return {"redis_ok": False, "error": type(exc).__name__}
+        return {"redis_ok": False, "error": describe(exc)}
     reports = []
     for value in raw.values():
         try:

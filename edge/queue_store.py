@@ -15,7 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
+
+from core.dependency import request_redis
 
 LUA_FILE = Path(__file__).with_suffix(".lua")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
@@ -70,15 +72,21 @@ class Swept:
     pending: int
 
 
+# What a 503 says when Redis did not answer (a sentence, never an exception's name).
+QUEUE_STORE_DOWN = "The waiting room store did not answer in time; keep your place and retry."
+ADMISSION_STORE_DOWN = ("Admission could not be checked: the waiting room store did not "
+                        "answer in time; retry shortly.")
+
+
 class Fenced(Exception):
     """A newer admitter holds the lease: this one must stop."""
 
 
-def connect(url: str, max_connections: int = 64, wait: float = 2.0) -> Redis:
-    """A client whose requests wait (up to ``wait`` seconds) for a free
-    connection instead of failing when a burst uses them all."""
-    return Redis(connection_pool=BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, timeout=wait))
+def connect(url: str, max_connections: int = 64, wait: float = 0.25) -> Redis:
+    """A request-path client (core.dependency.request_redis): requests wait up to
+    ``wait`` seconds for a free connection, a connect and an answer, then fail
+    fast behind a circuit breaker. Apps use ``request_redis_for(settings)``."""
+    return request_redis(url, timeout=wait, pool_wait=2 * wait, max_connections=max_connections)
 
 
 def new_session_id() -> str:

@@ -19,15 +19,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from core.cookies import settings_cookie_policy
 from core.db import queries
-from core.inputs import int_path, json_object
+from core.inputs import int_path, json_object, parse_id
 from core.problems import Problem
-from core.sessions import current_account
+from core.sessions import current_account, signed_account
 from core.timefmt import utc_iso
 from edge.admission import eta_seconds, poll_after, position
 from edge.caches import EventConfig, Status
 from edge.limits import RateLimiter, retry_after
 from edge.pow import PowVerdict, RiskFacts, required_difficulty
+from edge.queue_store import QUEUE_STORE_DOWN
 from edge.runtime import Edge
 from edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 
@@ -64,7 +66,7 @@ async def _status(edge: Edge, event_id: int) -> Status:
         try:
             status = await edge.status.load(event_id)
         except Exception as exc:
-            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+            raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
     return status
 
 
@@ -92,17 +94,18 @@ class View:
             self.body["ticket"] = (self.presented.token if unchanged
                                    else self.edge.tickets.issue(self.ticket))
         response = JSONResponse(self.body, headers={"Cache-Control": "no-store"})
-        name = ticket_cookie(self.config.event_id)
+        policy = settings_cookie_policy(settings)
+        name = ticket_cookie(self.config.event_id, policy.prefix)
         if self.drop_ticket:
             response.delete_cookie(name, path="/", httponly=True, samesite="lax",
-                                   secure=settings.cookie_secure)
+                                   secure=policy.secure)
         elif not unchanged:
             response.set_cookie(name, self.body["ticket"], max_age=7 * 86400, path="/",
-                                httponly=True, samesite="lax", secure=settings.cookie_secure)
+                                httponly=True, samesite="lax", secure=policy.secure)
         if self.admission is not None:
-            response.set_cookie(admission_cookie(self.config.event_id), self.admission,
-                                max_age=settings.admission_ttl_seconds, path="/", httponly=True,
-                                samesite="lax", secure=settings.cookie_secure)
+            response.set_cookie(admission_cookie(self.config.event_id, policy.prefix),
+                                self.admission, max_age=settings.admission_ttl_seconds,
+                                path="/", httponly=True, samesite="lax", secure=policy.secure)
         return response
 
     def waiting(self, state: str, status: Status, place: int | None) -> None:
@@ -138,7 +141,7 @@ class View:
                 config.event_id, ticket.account_id, ticket.device, _now_ms(),
                 edge.settings.shopper_idle_seconds * 1000, passthrough=open_door, steal=steal)
         except Exception as exc:
-            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+            raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
         edge.gate.forget(config.event_id, ticket.account_id)
         if claimed.kind == "gone" and config.policy == "passthrough":
             self.body.update(state="paused", position=None, eta_seconds=None)
@@ -177,7 +180,7 @@ async def present(request: Request, edge: Edge, config: EventConfig, ticket: Tic
         try:
             place = await edge.store.place_of(config.event_id, ticket.account_id)
         except Exception as exc:
-            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+            raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
         if place is None:
             view.drop_ticket = True
             view.body.update(state="expired", position=None, eta_seconds=None,
@@ -206,18 +209,20 @@ class Presented:
 
 
 def read_ticket(request: Request, edge: Edge, event_id: int, account: uuid.UUID) -> Presented:
-    token = request.headers.get(TICKET_HEADER) or request.cookies.get(ticket_cookie(event_id))
+    prefix = settings_cookie_policy(edge.settings).prefix
+    token = request.headers.get(TICKET_HEADER) or request.cookies.get(
+        ticket_cookie(event_id, prefix))
     ticket = edge.tickets.read(token, event_id, account)
     return Presented(ticket, token if ticket is not None else None)
 
 
 async def join(request: Request) -> Response:
     edge = _edge(request)
-    account = current_account(request)
+    account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
     ip = client_ip(request)
     _limit((edge.join_ip, edge.join_account), (ip, str(account)))
-    body = await json_object(request) if await request.body() else {}
+    body = await json_object(request, optional=True)  # the body is only for a proof of work
     config = await _config(edge, event_id)
     if not config.queue_open():
         raise Problem(409, "queue_not_open", prequeue_at=utc_iso_ts(config.prequeue_at or 0))
@@ -232,7 +237,7 @@ async def join(request: Request) -> Response:
         try:
             joined = await edge.store.join(event_id, account, config.policy, _now_ms())
         except Exception as exc:
-            raise Problem(503, "queue_unavailable", detail=type(exc).__name__) from exc
+            raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
         ticket = Ticket(event_id, account, joined.place, ticket.device)
     return await present(request, edge, config, ticket, presented, steal=True)
 
@@ -258,7 +263,7 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
 
 async def poll(request: Request) -> Response:
     edge = _edge(request)
-    account = current_account(request)
+    account = signed_account(request)  # no Redis on a poll (core.sessions.signed_account)
     event_id = int_path(request, "event_id", "event_not_found")
     _limit((edge.poll_ip, edge.poll_account), (client_ip(request), str(account)))
     presented = read_ticket(request, edge, event_id, account)
@@ -279,9 +284,10 @@ def _page_param(request: Request, name: str, default: int, most: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= most:
+    value = parse_id(raw)  # ASCII digits only ('²'.isdigit() is true, int('²') fails)
+    if value is None or value > most:
         raise Problem(400, "invalid_request", detail=f"{name} must be an integer 1-{most}.")
-    return int(raw)
+    return value
 
 
 async def draw(request: Request) -> Response:

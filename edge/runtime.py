@@ -11,6 +11,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.config import Settings
+from core.cookies import settings_cookie_policy
 from core.db import Database
 from edge.caches import EventConfigs, Marks, StatusCache, every
 from edge.gate import Gate
@@ -60,7 +61,8 @@ def build_edge(settings: Settings, db: Database, redis: Redis, *,
     return Edge(
         settings=settings, db=db, redis=redis, store=store, configs=EventConfigs(db),
         status=StatusCache(store), seen=Marks(store, "seen"), tickets=TicketCodec(keys),
-        admissions=admissions, gate=Gate(admissions, store), pow=PowCodec(keys),
+        admissions=admissions, pow=PowCodec(keys),
+        gate=Gate(admissions, store, cookie_prefix=settings_cookie_policy(settings).prefix),
         risk=risk,
         join_ip=_per_minute(settings.join_limit_ip),
         join_account=_per_minute(settings.join_limit_account),
@@ -69,7 +71,8 @@ def build_edge(settings: Settings, db: Database, redis: Redis, *,
     )
 
 
-def start_edge(edge: Edge, *, admitter: bool) -> None:
+def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None:
+    """``bulk``: a background Redis client for the admitter's draw (large replies)."""
     from edge.admitter import Admitter
 
     edge.tasks += [
@@ -82,7 +85,7 @@ def start_edge(edge: Edge, *, admitter: bool) -> None:
     ]
     edge.gate.start()
     if admitter:
-        edge.admitter = Admitter(edge)
+        edge.admitter = Admitter(edge, bulk=QueueStore(bulk) if bulk is not None else None)
         edge.tasks.append(asyncio.create_task(edge.admitter.run(), name="onsale-admitter"))
 
 

@@ -158,14 +158,19 @@ def admission_keys(explicit: str, secret_key: str) -> tuple[str, ...]:
     return (derived,)
 
 
-def admission_cookie(event_id: int) -> str:
+ADMISSION_COOKIE = "onsale_admission_"
+TICKET_COOKIE = "onsale_queue_"
+
+
+def admission_cookie(event_id: int, prefix: str = "") -> str:
     """One cookie per event, so a browser can shop two events without one
-    admission overwriting the other."""
-    return f"onsale_admission_{event_id}"
+    admission overwriting the other. ``prefix``: ``core.cookies.cookie_policy``'s
+    (``__Host-`` when the site is served over https)."""
+    return f"{prefix}{ADMISSION_COOKIE}{event_id}"
 
 
-def ticket_cookie(event_id: int) -> str:
-    return f"onsale_queue_{event_id}"
+def ticket_cookie(event_id: int, prefix: str = "") -> str:
+    return f"{prefix}{TICKET_COOKIE}{event_id}"
 
 
 ADMISSION_HEADER = "admission-token"

@@ -28,8 +28,10 @@ from onsale.embedded import (
     start_psp,
     start_valkey,
 )
+from onsale.http_limits import HttpLimits, HttpLimitsError
 
 DEMO_EVENT = "onsale demo night"
+PROVIDER_ROLES = ("core", "worker")  # the roles that talk to the payment provider
 
 
 def data_dir() -> Path:
@@ -134,21 +136,27 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
             if ready_message and self.started:
                 print(ready_message, flush=True)
 
-    from onsale.http_protocol import CorkedHttpToolsProtocol
+    from onsale.http_server import uvicorn_config
 
+    # HTTP: the bounded, corked protocol (docs/security.md#bounded-http), its limits
+    # from ONSALE_HTTP_* (checked by the caller before any service starts).
     # WebSockets (the seat map): the sans-I/O protocol, whose sends do not wait while the
     # socket can take more; no per-message compression (each frame is serialized once for
-    # every client); pings find dead sockets.
+    # every client); pings find dead sockets; clients send (almost) nothing, so a
+    # message over ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES closes the socket with 1009
+    # before it is buffered (docs/security.md#websockets).
     ping = float(getattr(app.state, "ws_ping_interval", 20))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            http=CorkedHttpToolsProtocol, ws="websockets-sansio",
+    config = uvicorn_config(app, host, port, HttpLimits.from_env(os.environ),
+                            log_level="warning", ws="websockets-sansio",
                             ws_per_message_deflate=False, ws_ping_interval=ping,
                             ws_ping_timeout=ping,
+                            ws_max_size=int(getattr(app.state, "ws_max_size", 16)),
                             access_log=False, lifespan="on", proxy_headers=False,
                             server_header=False, date_header=False)
-    from onsale.compose import tune_gc
+    from onsale.compose import tune_gc, tune_malloc
 
     tune_gc()
+    tune_malloc()
     try:
         Server(config).run()
     except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after a clean shutdown
@@ -164,6 +172,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         env.setdefault(key, value)
     started: list[Any] = []
     try:
+        HttpLimits.from_env(env)  # a bad ONSALE_HTTP_* stops dev before anything starts
         if not env.get("DATABASE_URL"):
             pg = start_postgres(base / "pg")
             if pg.started_here:
@@ -179,6 +188,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             started.append(psp)
             env["ONSALE_PSP_URL"] = psp.url
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
+        env.setdefault("ONSALE_ALLOW_SIMULATOR", "true")  # dev pays the simulator
         settings = Settings.from_env(env)
         applied = asyncio.run(_migrate(settings.database_url))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
@@ -194,7 +204,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
               "(docs/seatmap-protocol.md)")
         _serve(build_app("dev", settings), args.host, args.port,
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
-    except (ConfigError, EmbeddedError) as exc:
+    except (ConfigError, EmbeddedError, HttpLimitsError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
         return 2
     except MigrationError as exc:
@@ -216,8 +226,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from onsale.compose import SECRETLESS_ROLES
 
         settings = Settings.from_env(require_secrets=args.role not in SECRETLESS_ROLES)
+        HttpLimits.from_env(os.environ)
+        if args.role in PROVIDER_ROLES:  # never the simulator by accident
+            from core.psp_client import check_provider
+
+            warning = check_provider(settings)
+            if warning:
+                print(f"onsale serve: {warning}", file=sys.stderr)
         app = build_app(args.role, settings)  # the edge refuses to start without REDIS_URL
-    except ConfigError as exc:
+    except (ConfigError, HttpLimitsError) as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
     _serve(app, args.host, args.port,

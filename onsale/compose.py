@@ -7,7 +7,6 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 
-from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
@@ -16,6 +15,7 @@ from core.app import build_core_app, build_payments, healthz
 from core.background import start_background, stop_background
 from core.config import Settings
 from core.db import Database, create_pool
+from core.dependency import background_redis
 from core.metrics import Metrics, metrics_endpoint
 from core.problems import http_exception_handler
 from core.reconciler import run_reconciler
@@ -40,15 +40,15 @@ def build_worker_app(settings: Settings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        pool = await create_pool(settings)
+        pool = await create_pool(settings, request_path=False)  # background bounds
         task = asyncio.create_task(
             run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch)
         )
-        redis = Redis.from_url(settings.redis_url) if settings.redis_url else None
+        redis = background_redis(settings.redis_url) if settings.redis_url else None
         background = [] if redis is None else await start_background(
             pool, redis, metrics, stream_maxlen=settings.outbox_stream_maxlen,
             retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
-        payments = build_payments(Database(pool, settings.db_acquire_timeout), settings, metrics)
+        payments = build_payments(Database.from_settings(pool, settings), settings, metrics)
         if payments is not None:
             background.append(asyncio.create_task(
                 run_reconciler(payments, settings.reconcile_interval), name="onsale-reconciler"))
@@ -118,10 +118,39 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def tune_malloc() -> None:
+    """Give large freed blocks back to the system at once.
+
+    glibc raises its mmap threshold each time a large block is freed, so blocks
+    after the first are carved from a thread's heap arena and stay there. Each
+    argon2id check takes 19 MiB in a hashing thread: with the dynamic threshold
+    a process kept 38 MiB more RSS after a sign-in burst than before it; with the
+    threshold fixed at 128 KiB it keeps none (docs/benchmarks.md#hostile-traffic).
+    Not glibc: nothing to do.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD; setting it disables the dynamic rise
+    except (OSError, AttributeError):
+        return
+
+
 def app_from_env() -> Starlette:
     """Factory for multi-process serving: role from ONSALE_ROLE, settings from the environment."""
     import os
 
     tune_gc()
+    tune_malloc()
     role = os.environ.get("ONSALE_ROLE", "core")
-    return build_app(role, Settings.from_env(require_secrets=role not in SECRETLESS_ROLES))
+    settings = Settings.from_env(require_secrets=role not in SECRETLESS_ROLES)
+    if role in ("core", "worker"):
+        from core.psp_client import check_provider
+
+        check_provider(settings)  # ConfigError against the simulator (docs/security.md)
+    return build_app(role, settings)

@@ -12,8 +12,10 @@
   body is read, and a streamed (chunked) body is cut off with 413 as soon as it
   passes the limit. Each of these closes the connection.
 - A connection must send a whole request head within ``header_timeout`` of its
-  first byte (or of being opened), else it gets 408 and is closed; an idle
-  keep-alive connection is closed after ``keepalive_timeout``.
+  first byte (or of being opened), else it gets 408 and is closed; a request
+  body may not pause for longer than that either (the request is dropped and
+  the connection closed); an idle keep-alive connection is closed after
+  ``keepalive_timeout``.
 - Past ``max_connections`` open HTTP connections in the process, a new one is
   answered 503 with ``Retry-After`` and closed at once. (A WebSocket leaves the
   count when it upgrades; the seat map caps sockets itself.) The cap on requests
@@ -35,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from asyncio import TimerHandle
 from typing import Any, ClassVar
 
 import httptools
@@ -51,6 +52,7 @@ from onsale.http_limits import (
 )
 
 SLICE = 1024  # bytes parsed before the pipeline is looked at again
+SWEEP_SECONDS = 0.5  # how often head deadlines are checked
 REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large",
            431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 log = logging.getLogger("onsale.http")
@@ -122,6 +124,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     """See the module docstring. ``limits`` is set per server by ``protocol_class``."""
 
     limits: ClassVar[HttpLimits] = HttpLimits()
+    _sweeper: ClassVar[asyncio.TimerHandle | None] = None  # one per server (class)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -133,7 +136,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._head_size = 0          # the finished headers' exact size
         self._header_count = 0
         self._body_bytes = 0
-        self._head_timer: TimerHandle | None = None
+        self._head_deadline = 0.0    # loop time by which the head must be whole; 0: none
 
     def holding(self) -> bool:
         return bool(self._held) or self._stopped
@@ -191,7 +194,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 return
             chunk = view[pos:pos + SLICE]
             pos += len(chunk)
-            if self._head_timer is None and not self._in_body:
+            if not self._head_deadline and not self._in_body:
                 self._arm_head_timer()
             try:
                 self.parser.feed_data(chunk)
@@ -239,7 +242,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._in_body = True
-        self._cancel_head_timer()
+        # From here the deadline is the body's: it may not pause for longer than the
+        # header timeout (a body that trickles in holds a request slot).
+        self._head_deadline = self.loop.time() + self.limits.header_timeout
         length = None
         for name, value in self.headers:
             if name == b"content-length":
@@ -267,10 +272,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self._body_bytes > self.limits.max_body_bytes:
             self._body_too_large()
             return
+        self._head_deadline = self.loop.time() + self.limits.header_timeout
         super().on_body(body)
 
     def on_message_complete(self) -> None:
         self._in_body = False
+        self._head_deadline = 0.0
         if not self._stopped:
             super().on_message_complete()
 
@@ -294,17 +301,34 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self._resume_held()
 
     # Timers ---------------------------------------------------------------------
+    # A head's deadline is a number on the connection, looked at once a second by one
+    # sweep over the server's connections: no timer is armed or cancelled per request.
 
     def _arm_head_timer(self) -> None:
-        self._head_timer = self.loop.call_later(self.limits.header_timeout, self._head_timeout)
+        self._head_deadline = self.loop.time() + self.limits.header_timeout
+        cls = type(self)
+        if cls._sweeper is None:
+            cls._sweeper = self.loop.call_later(SWEEP_SECONDS, self._sweep, self.connections)
 
     def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._head_deadline = 0.0
+
+    @classmethod
+    def _sweep(cls, connections: set[Any]) -> None:
+        cls._sweeper = None
+        if not connections:
+            return  # the next connection starts the sweep again
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for protocol in list(connections):
+            deadline = getattr(protocol, "_head_deadline", 0.0)
+            if deadline and deadline <= now:
+                protocol._head_timeout()
+        if connections and cls._sweeper is None:
+            cls._sweeper = loop.call_later(SWEEP_SECONDS, cls._sweep, connections)
 
     def _head_timeout(self) -> None:
-        self._head_timer = None
+        self._head_deadline = 0.0
         if not self.transport.is_closing():
             log.debug("request head timed out from %s", self.client)
             self._abort(408)

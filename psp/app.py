@@ -25,7 +25,7 @@ from psp import errors, events, faults, idempotency, pages, params
 from psp.config import PspConfig
 from psp.errors import ApiError
 from psp.faults import FaultState
-from psp.middleware import FaultMiddleware
+from psp.middleware import FaultMiddleware, SimulatorHeader
 from psp.service import Reply, Service
 from psp.store import Store
 from psp.webhooks import Dispatcher, poster
@@ -100,6 +100,10 @@ def _sim(request: Request) -> Simulator:
     return sim
 
 
+def _page(html: str, status: int = 200) -> Response:
+    return HTMLResponse(html, status, headers=pages.HEADERS)
+
+
 def _json(payload: Any, status: int = 200) -> Response:
     return Response(events.dumps(payload), status, media_type="application/json")
 
@@ -167,10 +171,10 @@ async def three_ds_page(request: Request) -> Response:
     try:
         intent = sim.service.retrieve(intent_id)
     except ApiError:
-        return HTMLResponse(pages.not_found(intent_id), 404)
+        return _page(pages.not_found(intent_id), 404)
     if intent.status == "requires_action":
-        return HTMLResponse(pages.challenge(intent))
-    return HTMLResponse(pages.done(intent))
+        return _page(pages.challenge(intent))
+    return _page(pages.done(intent))
 
 
 async def three_ds_answer(request: Request) -> Response:
@@ -185,14 +189,14 @@ async def three_ds_answer(request: Request) -> Response:
     else:
         result = parse_qs(raw.decode("utf-8", "replace")).get("result", [""])[0]
     if result not in ("succeed", "fail"):
-        return HTMLResponse(pages.bad_answer(), 400)
+        return _page(pages.bad_answer(), 400)
     try:
         intent = sim.service.authenticate(intent_id, result == "succeed")
     except ApiError:
-        return HTMLResponse(pages.not_found(intent_id), 404)
+        return _page(pages.not_found(intent_id), 404)
     if intent.return_url:
         return RedirectResponse(pages.return_to(intent), 303)
-    return HTMLResponse(pages.done(intent))
+    return _page(pages.done(intent))
 
 
 async def healthz(request: Request) -> Response:
@@ -203,7 +207,7 @@ def _limit(request: Request, maximum: int) -> int:
     raw = request.query_params.get("limit")
     if raw is None:
         return maximum
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= maximum:
         raise errors.invalid("limit", f"limit must be an integer between 1 and {maximum}.")
     return int(raw)
 
@@ -267,7 +271,7 @@ class PspApp(Starlette):
     fault_middleware: Callable[[Any], Any] | None = None
 
     def build_middleware_stack(self) -> Any:
-        stack = super().build_middleware_stack()
+        stack = SimulatorHeader(super().build_middleware_stack())
         return self.fault_middleware(stack) if self.fault_middleware is not None else stack
 
 

@@ -10,6 +10,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from onsale.http_limits import HttpLimits, HttpLimitsError
+from onsale.http_server import uvicorn_config
 from psp.config import DEFAULT_PORT, PspConfig, PspConfigError
 
 
@@ -42,7 +44,10 @@ def serve(app: Any, host: str, port: int, ready_message: str) -> None:
     # The stdlib loop, not uvloop: measured with bench/psp.py, uvloop was no faster here
     # while webhooks were flowing, let deliveries fall behind, and held the first
     # request of connections opened under load for over a second (docs/psp.md).
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+    # The same bounded HTTP protocol and ONSALE_HTTP_* limits as every onsale role
+    # (docs/security.md#bounded-http).
+    config = uvicorn_config(app, host, port, HttpLimits.from_env(os.environ),
+                            log_level="warning", access_log=False,
                             lifespan="on", proxy_headers=False, server_header=False,
                             loop="asyncio", timeout_graceful_shutdown=5)
 
@@ -64,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         config = PspConfig.from_env(os.environ, port=args.port, data_dir=args.data_dir)
-    except PspConfigError as exc:
+        HttpLimits.from_env(os.environ)
+    except (PspConfigError, HttpLimitsError) as exc:
         print(f"onsale psp: {exc}", file=sys.stderr)
         return 2
     from psp.app import build_psp_app

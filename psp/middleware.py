@@ -27,6 +27,28 @@ Send = Callable[[Message], Any]
 App = Callable[[Scope, Receive, Send], Any]
 
 DISCONNECT_WAIT = 5.0
+# Every response says it comes from the simulator: core refuses to take it for a
+# real provider unless ONSALE_ALLOW_SIMULATOR is set (docs/security.md).
+SIMULATOR_HEADER = (b"onsale-simulator", b"1")
+
+
+class SimulatorHeader:
+    """Adds ``Onsale-Simulator: 1`` to every HTTP response of the app it wraps."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def marked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), SIMULATOR_HEADER]
+            await send(message)
+
+        await self.app(scope, receive, marked)
 
 
 class ResponseLost(ConnectionResetError):
@@ -108,5 +130,6 @@ async def _disconnected_within(receive: Receive, seconds: float) -> bool:
 async def _answer_500(send: Send) -> None:
     body = json.dumps(errors.api_error().body()).encode()
     await send({"type": "http.response.start", "status": 500, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        SIMULATOR_HEADER]})
     await send({"type": "http.response.body", "body": body})

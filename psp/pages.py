@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from html import escape
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -9,6 +11,18 @@ from psp.intents import PaymentIntent
 
 _STYLE = ("body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}"
           "button{font:inherit;padding:.5rem 1rem;margin:.25rem .5rem .25rem 0}")
+_STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
+
+# The pages' response headers: no script at all, only the one <style> block
+# (by its hash), never framed. No form-action: the answer's redirect goes to
+# the merchant's return URL, which a form-action list would have to name.
+HEADERS = {
+    "Content-Security-Policy": (f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; "
+                                "frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def _page(title: str, body: str) -> str:

@@ -54,7 +54,8 @@ def parse(header: str) -> tuple[int, list[str]]:
         if not sep or not key or not value:
             raise SignatureError(MALFORMED)
         if key == "t":
-            if timestamp is not None or not value.isdigit():
+            if (timestamp is not None or len(value) > 15
+                    or not (value.isascii() and value.isdigit())):  # int('²') fails
                 raise SignatureError(MALFORMED)
             timestamp = int(value)
         elif key == SCHEME:

@@ -19,6 +19,7 @@ from psp import faults, signature
 from psp.config import PspConfig
 from psp.faults import WebhookFaults
 from psp.http_post import Poster
+from psp.middleware import SIMULATOR_HEADER
 from psp.store import QueuedEvent, Store
 
 log = logging.getLogger("psp.webhooks")
@@ -137,7 +138,7 @@ class Dispatcher:
         try:
             status = await self.poster.post(event.body, {
                 "Content-Type": "application/json", signature.HEADER: header,
-                "User-Agent": "onsale-psp-simulator"})
+                "User-Agent": "onsale-psp-simulator", SIMULATOR_HEADER[0].decode(): "1"})
         except Exception as exc:  # refused, reset, timed out, not HTTP: a failed attempt
             return None, f"{type(exc).__name__}: {exc}"[:500]
         return status, None

@@ -10,7 +10,6 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -20,9 +19,12 @@ from starlette.routing import Route
 from core.background import stop_background
 from core.config import ConfigError, Settings
 from core.db import Database, create_pool
+from core.dependency import background_redis, request_redis_for
 from core.metrics import metrics_endpoint
 from core.openapi import openapi_endpoint
+from core.origins import public_origins
 from core.problems import Problem, http_exception_handler, problem_handler
+from core.security import install as install_security
 from seatmap.bus import Bus
 from seatmap.cdc import Consumer
 from seatmap.config import SeatmapSettings
@@ -31,6 +33,7 @@ from seatmap.metrics import SeatmapMetrics
 from seatmap.routes import Gate, Seatmap, allow_all, seatmap_routes
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
+READ_SOCKET_TIMEOUT = 5.0  # > the hub's XREAD block (2 s)
 
 
 def require_redis(settings: Settings, role: str) -> str:
@@ -43,7 +46,7 @@ def require_redis(settings: Settings, role: str) -> str:
 async def running_consumer(settings: Settings, seatmap: SeatmapSettings,
                            metrics: SeatmapMetrics) -> AsyncIterator[Consumer]:
     """The consumer as a background task for the duration of the block."""
-    redis = Redis.from_url(require_redis(settings, "cdc"))
+    redis = background_redis(require_redis(settings, "cdc"))
     consumer = Consumer(settings.database_url, redis, seatmap, metrics)
     task = asyncio.create_task(consumer.run(), name="onsale-seatmap-cdc")
     try:
@@ -95,13 +98,22 @@ def seatmap_lifespan(settings: Settings, seatmap: SeatmapSettings, metrics: Seat
                 pool = await create_pool(dataclasses.replace(settings, db_pool_min=0,
                                                              db_pool_max=2))
                 stack.push_async_callback(pool.close)
-                db = Database(pool, settings.db_acquire_timeout)
-            redis = Redis.from_url(redis_url)
-            stack.push_async_callback(redis.aclose)
-            hub = Hub(redis, seatmap, metrics)
+                db = Database.from_settings(pool, settings)
+            # The request path's client (bounded, behind a circuit breaker): the gate's
+            # when there is one (one breaker per process), else its own.
+            redis = getattr(app.state, "redis", None)
+            if redis is None:
+                redis = request_redis_for(settings)
+                stack.push_async_callback(redis.aclose)
+            # The channels block on XREAD (2 s): a client of their own, with a longer wait.
+            reader = background_redis(redis_url, socket_timeout=READ_SOCKET_TIMEOUT)
+            stack.push_async_callback(reader.aclose)
+            hub = Hub(redis, seatmap, metrics, reader=reader)
             hub.start()
             stack.push_async_callback(hub.stop)
-            app.state.seatmap = Seatmap(seatmap, Bus(redis, seatmap.stream_maxlen), hub, db, gate)
+            app.state.seatmap = Seatmap(seatmap, Bus(redis, seatmap.stream_maxlen), hub, db, gate,
+                                        origins=public_origins(settings.public_url,
+                                                               settings.allowed_origins))
             if consumer:
                 app.state.seatmap_consumer = await stack.enter_async_context(
                     running_consumer(settings, seatmap, metrics))
@@ -113,6 +125,8 @@ def seatmap_lifespan(settings: Settings, seatmap: SeatmapSettings, metrics: Seat
 def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
                       gate: Gate = allow_all) -> Starlette:
     """Any number of these: each reads an event's stream once for all its sockets."""
+    from core.app import internal_error  # a dependency failure no route caught: its 503
+
     metrics = SeatmapMetrics()
 
     async def healthz(request: Request) -> Response:
@@ -121,12 +135,15 @@ def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
     app = Starlette(
         routes=[*seatmap_routes(), Route("/metrics", metrics_endpoint),
                 Route("/healthz", healthz), Route("/openapi.json", openapi_endpoint)],
-        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler},
+        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler,
+                            Exception: internal_error},
         lifespan=seatmap_lifespan(settings, seatmap, metrics, gate=gate),
     )
+    install_security(app, settings)  # origin check and headers (docs/security.md)
     app.state.metrics = metrics
     app.state.openapi_parts = ("seatmap",)
     app.state.ws_ping_interval = seatmap.ping_interval_s
+    app.state.ws_max_size = seatmap.client_max_message_bytes
     return app
 
 
@@ -140,4 +157,5 @@ def mount_seatmap(app: Starlette, settings: Settings, seatmap: SeatmapSettings, 
         inner=app.router.lifespan_context)
     app.state.openapi_parts = (*getattr(app.state, "openapi_parts", ("core",)), "seatmap")
     app.state.ws_ping_interval = seatmap.ping_interval_s
+    app.state.ws_max_size = seatmap.client_max_message_bytes
     return app

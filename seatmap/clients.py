@@ -68,6 +68,8 @@ class Client(Protocol):
 
     def cut_off(self, reason: str) -> None: ...
 
+    def end(self, code: int, reason: str) -> None: ...
+
     def disconnected(self) -> None: ...
 
     async def run(self) -> None: ...
@@ -75,6 +77,11 @@ class Client(Protocol):
 
 def reload_message(reason: str) -> Outgoing:
     return Outgoing(control_frame("reload", reason=reason))
+
+
+def close_payload(code: int, reason: str = "") -> bytes:
+    """A close frame's payload: the code, then at most 123 bytes of reason."""
+    return code.to_bytes(2, "big") + reason.encode()[:123]
 
 
 class DirectClient:
@@ -94,12 +101,19 @@ class DirectClient:
         return True
 
     def cut_off(self, reason: str) -> None:
+        self._close(reload_message(reason).raw, CLOSE_RELOAD, "")
+
+    def end(self, code: int, reason: str) -> None:
+        """Close with ``code`` (no message first)."""
+        self._close(b"", code, reason)
+
+    def _close(self, last: bytes, code: int, reason: str) -> None:
         if self.cut:
             return
         self.cut = True
         t = self.transport
         if not t.is_closing():
-            t.write(reload_message(reason).raw + ws_frame(8, CLOSE_RELOAD.to_bytes(2, "big")))
+            t.write(last + ws_frame(8, close_payload(code, reason)))
             t.close()  # after what is buffered; abort if it never drains
             asyncio.get_running_loop().call_later(ABORT_AFTER_SECONDS, t.abort)
         self.done.set()
@@ -119,6 +133,7 @@ class QueuedClient:
         self.wake = asyncio.Event()
         self.cut = False
         self.gone = False
+        self.closing: tuple[int, str] = (CLOSE_RELOAD, "")
 
     def offer(self, out: Outgoing) -> bool:
         if self.cut:
@@ -136,6 +151,15 @@ class QueuedClient:
         self.cut = True
         self.wake.set()
 
+    def end(self, code: int, reason: str) -> None:
+        """Drop what is queued and close with ``code``."""
+        if self.cut:
+            return
+        self.queue.clear()
+        self.closing = (code, reason)
+        self.cut = True
+        self.wake.set()
+
     def disconnected(self) -> None:
         self.gone = True
         self.queue.clear()
@@ -150,7 +174,8 @@ class QueuedClient:
             if self.gone:
                 return
             if self.cut:
-                await self.send({"type": "websocket.close", "code": CLOSE_RELOAD})
+                code, reason = self.closing
+                await self.send({"type": "websocket.close", "code": code, "reason": reason})
                 return
 
 

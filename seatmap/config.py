@@ -28,6 +28,12 @@ class SeatmapSettings:
     ping_interval_s: int = 10
     fallback_max_age_s: int = 5
     crash_after_publishes: int = 0  # test hook: kill -9 after the n-th publish of entries
+    # The socket's limits (docs/security.md#websockets): what a client may send, how many
+    # sockets an account may hold per process, how often admissions are re-checked.
+    client_max_message_bytes: int = 16
+    client_max_messages_per_s: int = 10
+    max_sockets_per_account: int = 4
+    admission_check_s: int = 2
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SeatmapSettings:
@@ -57,5 +63,12 @@ class SeatmapSettings:
             fallback_max_age_s=env_int(env, "ONSALE_SEATMAP_FALLBACK_MAX_AGE_S", 5, 1, 300),
             crash_after_publishes=env_int(
                 env, "ONSALE_SEATMAP_CRASH_AFTER_PUBLISHES", 0, 0, 1_000_000_000),
+            client_max_message_bytes=env_int(
+                env, "ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES", 16, 1, 1 << 20),
+            client_max_messages_per_s=env_int(
+                env, "ONSALE_SEATMAP_CLIENT_MAX_MESSAGES_PER_S", 10, 1, 10_000),
+            max_sockets_per_account=env_int(
+                env, "ONSALE_SEATMAP_MAX_SOCKETS_PER_ACCOUNT", 4, 1, 1000),
+            admission_check_s=env_int(env, "ONSALE_SEATMAP_ADMISSION_CHECK_S", 2, 1, 60),
             **names,
         )

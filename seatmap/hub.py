@@ -18,6 +18,7 @@ import bisect
 import contextlib
 import gzip
 import logging
+import time
 from typing import Any
 
 from redis.asyncio import Redis
@@ -36,9 +37,11 @@ from seatmap.sequencer import (
     replay,
 )
 from seatmap.snapshot import SeatMap, encode_gzip
+from seatmap.sockets import AccountSockets, Admitted, close_for, expired
 
 log = logging.getLogger("onsale.seatmap.hub")
 IDLE_CHANNEL_SECONDS = 60.0
+ADMISSION_CHECK_BATCH = 500  # lapsed() calls in flight at once
 
 
 class Channel:
@@ -82,7 +85,7 @@ class Channel:
         return True
 
     async def read(self) -> None:
-        redis, key = self.hub.redis, stream_key(self.event_id)
+        redis, key = self.hub.reader, stream_key(self.event_id)
         failures = 0
         while True:
             try:
@@ -94,7 +97,8 @@ class Channel:
             except Exception as exc:
                 failures += 1
                 self.hub.metrics.stream_errors.inc()
-                log.warning("reading %s failed (%d in a row): %r", key, failures, exc)
+                if failures == 1 or failures % 20 == 0:  # not a line per retry of an outage
+                    log.warning("reading %s failed (%d in a row): %r", key, failures, exc)
                 await asyncio.sleep(min(5.0, 0.1 * 2 ** failures))
                 continue
             reload: str | None = None
@@ -198,8 +202,12 @@ class Channel:
 
 
 class Hub:
-    def __init__(self, redis: Redis, settings: SeatmapSettings, metrics: SeatmapMetrics) -> None:
+    def __init__(self, redis: Redis, settings: SeatmapSettings, metrics: SeatmapMetrics, *,
+                 reader: Redis | None = None) -> None:
+        """``redis``: the request path's client (bounded; snapshots, loads,
+        heartbeats). ``reader``: the client the channels block on (XREAD)."""
         self.redis: Any = redis
+        self.reader: Any = reader if reader is not None else redis
         self.bus = Bus(redis, settings.stream_maxlen)
         self.settings = settings
         self.metrics = metrics
@@ -208,6 +216,10 @@ class Hub:
         self.channels: dict[int, Channel] = {}
         self.live = False
         self._heartbeat: asyncio.Task[None] | None = None
+        # Admitted sockets (docs/security.md#websockets): one timer re-checks them all.
+        self.admitted: dict[Client, Admitted] = {}
+        self.per_account = AccountSockets(settings.max_sockets_per_account)
+        self._admissions: asyncio.Task[None] | None = None
 
     async def channel(self, event_id: int) -> Channel | None:
         """The event's channel, loaded and reading; None when Redis has no seat map for it."""
@@ -237,11 +249,14 @@ class Hub:
 
     def start(self) -> None:
         self._heartbeat = asyncio.create_task(self.heartbeats(), name="seatmap-heartbeats")
+        self._admissions = asyncio.create_task(self.watch_admissions(),
+                                               name="seatmap-admissions")
 
     async def stop(self) -> None:
         tasks = [c.reader for c in self.channels.values() if c.reader is not None]
-        if self._heartbeat is not None:
-            tasks.append(self._heartbeat)
+        for task in (self._heartbeat, self._admissions):
+            if task is not None:
+                tasks.append(task)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -250,6 +265,42 @@ class Hub:
         for channel in self.channels.values():
             for client in list(channel.clients):
                 channel.drop(client, "shutdown")
+
+    async def watch_admissions(self) -> None:
+        """Every ONSALE_SEATMAP_ADMISSION_CHECK_S: close the sockets whose admission
+        expired (no I/O) or lapsed (the gate's cached session check)."""
+        while True:
+            await asyncio.sleep(self.settings.admission_check_s)
+            try:
+                await self.check_admissions(time.time())
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let one bad check stop the timer
+                log.exception("checking seat-map admissions failed")
+
+    async def check_admissions(self, now: float) -> None:
+        watched = list(self.admitted.items())
+        live: list[tuple[Client, Admitted]] = []
+        for client, admitted in watched:
+            if expired(admitted, now):
+                self.end(client, *close_for("admission_expired"))
+            else:
+                live.append((client, admitted))
+        for start in range(0, len(live), ADMISSION_CHECK_BATCH):
+            batch = live[start:start + ADMISSION_CHECK_BATCH]
+            verdicts = await asyncio.gather(*(a.lapsed() for _, a in batch),
+                                            return_exceptions=True)
+            for (client, _), verdict in zip(batch, verdicts, strict=True):
+                if isinstance(verdict, str):
+                    self.end(client, *close_for(verdict))
+
+    def end(self, client: Client, code: int, reason: str) -> None:
+        """Close one admitted socket (its own task forgets it everywhere); one that
+        went away meanwhile is left alone."""
+        if self.admitted.pop(client, None) is None:
+            return
+        self.metrics.socket_closes.labels(reason).inc()
+        client.end(code, reason)
 
     async def heartbeats(self) -> None:
         """Every few seconds, to every client: the version and whether changes flow

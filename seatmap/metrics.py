@@ -72,6 +72,14 @@ class SeatmapMetrics:
         self.stream_errors = Counter(
             "onsale_seatmap_stream_errors_total", "Failed reads of a Redis stream by the hub",
             registry=r)
+        self.refusals = Counter(
+            "onsale_seatmap_refusals_total",
+            "WebSocket handshakes refused before the upgrade, by problem code", ["code"],
+            registry=r)
+        self.socket_closes = Counter(
+            "onsale_seatmap_socket_closes_total",
+            "Sockets the server closed for the client's doing or its admission, by reason",
+            ["reason"], registry=r)
         self.fallback_snapshots = Counter(
             "onsale_seatmap_fallback_snapshots_total",
             "HTTP snapshots read from PostgreSQL because change capture was down", registry=r)

@@ -10,7 +10,10 @@ rate. ``WS /ws/events/{event_id}/seatmap?since=VERSION`` is documented in
 docs/seatmap-protocol.md.
 
 Both routes call ``app.state.seatmap.gate(connection, event_id)`` first: the
-admission gate plugs in there (compose.py); the default admits everyone.
+admission gate plugs in there (compose.py); the default admits everyone. The
+socket's own limits (origin, sockets per account, what a client may send, the
+admission's expiry and revocation) are in seatmap/sockets.py and
+docs/security.md#websockets.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from core.db import Database
-from core.inputs import accepts_gzip, etag_matches
+from core.inputs import accepts_gzip, etag_matches, parse_id
 from core.problems import Problem, ProblemResponse
 from seatmap.bus import Bus
 from seatmap.clients import Client, DirectClient, make_client
@@ -38,8 +41,11 @@ from seatmap.pgoutput import format_lsn, parse_lsn
 from seatmap.queries import queries
 from seatmap.sequencer import control_frame
 from seatmap.snapshot import SeatMap, encode, visible
+from seatmap.sockets import Admitted, Inbound, origin_allowed
 
-Gate = Callable[[HTTPConnection, int], Awaitable[None]]
+# Refuses with a ``Problem``; an admitted socket is watched through what it returns
+# (None: nothing to watch, e.g. the default gate).
+Gate = Callable[[HTTPConnection, int], Awaitable[Admitted | None]]
 
 
 async def allow_all(connection: HTTPConnection, event_id: int) -> None:
@@ -57,6 +63,7 @@ class Seatmap:
     gate: Gate = allow_all
     fallback: dict[int, tuple[float, str, bytes]] = field(default_factory=dict)
     locks: dict[int, asyncio.Lock] = field(default_factory=dict)
+    origins: frozenset[str] | None = None  # handshakes from other origins are refused
 
 
 def _seatmap(connection: HTTPConnection) -> Seatmap:
@@ -120,7 +127,7 @@ async def _from_database(sm: Seatmap, event_id: int) -> tuple[str, bytes]:
 
 def _event_id(connection: HTTPConnection) -> int:
     try:
-        value = int(connection.path_params["event_id"])
+        value = parse_id(connection.path_params["event_id"]) or 0  # ASCII digits only: '٣' is 404
     except (TypeError, ValueError):
         raise Problem(404, "event_not_found") from None
     if not 0 < value < 2**63:
@@ -128,23 +135,63 @@ def _event_id(connection: HTTPConnection) -> int:
     return value
 
 
-async def _watch(websocket: WebSocket, client: Client) -> None:
-    """Clients send nothing; this notices the close (or a dead socket) at once."""
+async def _watch(websocket: WebSocket, client: Client, sm: Seatmap) -> None:
+    """Clients send nothing meaningful; this notices the close (or a dead socket) at
+    once, and closes a socket whose client sends too much (1009) or too often (1008)."""
+    limits = Inbound(sm.settings.client_max_message_bytes,
+                     sm.settings.client_max_messages_per_s)
     try:
-        while (await websocket.receive())["type"] != "websocket.disconnect":
-            pass
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("bytes") or message.get("text") or b""
+            size = len(data) if isinstance(data, bytes) else len(data.encode())
+            verdict = limits.receive(size)
+            if verdict is not None:
+                sm.hub.metrics.socket_closes.labels(verdict[1]).inc()
+                sm.hub.admitted.pop(client, None)
+                client.end(*verdict)
+                return
     finally:
         client.disconnected()
 
 
+async def _refuse(websocket: WebSocket, sm: Seatmap | None, problem: Problem) -> None:
+    if sm is not None:
+        sm.hub.metrics.refusals.labels(problem.code).inc()
+    headers = {"Retry-After": "1"} if problem.status in (429, 503) else None
+    await websocket.send_denial_response(ProblemResponse(problem, headers=headers))
+
+
 async def seatmap_socket(websocket: WebSocket) -> None:
+    sm: Seatmap | None = None
     try:
         event_id = _event_id(websocket)
         sm = _seatmap(websocket)
-        await sm.gate(websocket, event_id)
+        if not origin_allowed(websocket.headers.get("origin"), sm.origins):
+            raise Problem(403, "cross_site_request",
+                          detail="Seat-map sockets are accepted only from this site's pages.")
+        admitted = await sm.gate(websocket, event_id)
     except Problem as problem:
-        await websocket.send_denial_response(ProblemResponse(problem))
+        await _refuse(websocket, sm, problem)
         return
+    # Counted before any await, so two handshakes cannot both pass the cap.
+    if admitted is not None and not sm.hub.per_account.take(admitted.account):
+        await _refuse(websocket, sm, Problem(
+            429, "too_many_sockets",
+            detail=f"At most {sm.settings.max_sockets_per_account} seat-map connections per "
+                   "account; close another tab, or poll the snapshot instead."))
+        return
+    try:
+        await _serve_socket(websocket, sm, event_id, admitted)
+    finally:
+        if admitted is not None:
+            sm.hub.per_account.give(admitted.account)
+
+
+async def _serve_socket(websocket: WebSocket, sm: Seatmap, event_id: int,
+                        admitted: Admitted | None) -> None:
     try:
         since: int | None = parse_lsn(websocket.query_params.get("since", ""))
     except ValueError:
@@ -165,7 +212,9 @@ async def seatmap_socket(websocket: WebSocket) -> None:
     how = channel.join(client, since)
     sm.hub.metrics.catch_ups.labels(how).inc()
     sm.hub.metrics.clients.inc()
-    watch = asyncio.create_task(_watch(websocket, client))
+    if admitted is not None:  # the hub closes it when the admission expires or lapses
+        sm.hub.admitted[client] = admitted
+    watch = asyncio.create_task(_watch(websocket, client, sm))
     try:
         await client.run()
     except (WebSocketDisconnect, OSError, RuntimeError):
@@ -173,6 +222,7 @@ async def seatmap_socket(websocket: WebSocket) -> None:
     finally:
         sm.hub.metrics.clients.dec()
         channel.clients.discard(client)
+        sm.hub.admitted.pop(client, None)
         watch.cancel()
 
 

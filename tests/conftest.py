@@ -23,9 +23,9 @@ from core.app import build_core_app
 from core.config import Settings
 from core.db import init_connection
 from core.migrate import migrate
-from core.sessions import COOKIE
 from edge.app import mount_edge
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
+from tests.sessions_support import mint_cookie
 
 ADMIN_TOKEN = "test-admin-token-0123456789"
 SECRET = "test-secret-key-0123456789abcdef"
@@ -122,6 +122,12 @@ def make_settings(db_url: str, **overrides: Any) -> Settings:
         db_pool_min=1, db_pool_max=40, sweep_interval=0.2,
         join_limit_ip=10**6, join_limit_account=10**6, poll_limit_ip=10**6,
         poll_limit_account=10**6,
+        allow_simulator=True,  # the tests pay the simulator (docs/security.md)
+        # Hundreds of concurrent requests in one test process on a shared machine: the
+        # pre-fail-fast bounds. Tests of the fail-fast paths use the real defaults
+        # (tests/integration/test_dependency_outages.py).
+        db_acquire_timeout=2.0, db_request_timeout_ms=5000, redis_timeout=2.0,
+        redis_pool_wait=2.0,
     )
     base.update(overrides)
     return Settings(**base)
@@ -192,17 +198,29 @@ class Api:
         self.app = app
         self.transport = httpx.ASGITransport(app=app)
         self.admissions = Admissions(self.join)
+        # Where session_cookie writes records when not the app's own REDIS_URL.
+        self.sessions_settings: Settings | None = None
+        self._sessions: dict[tuple[str | None, uuid.UUID], str] = {}
 
     def client(self, account_id: uuid.UUID | None = None, *,
                admit: bool = True) -> httpx.AsyncClient:
         cookies = {}
         auth = None
         if account_id is not None:
-            cookies[COOKIE] = self.app.state.sessions.encode(account_id)
+            cookies[self.app.state.sessions.cookie_name] = self.session_cookie(account_id)
             if admit:
                 auth = Admit(self.admissions, account_id)
         return httpx.AsyncClient(transport=self.transport, base_url="http://test",
                                  cookies=cookies, auth=auth)
+
+    def session_cookie(self, account_id: uuid.UUID) -> str:
+        """A live session of the account (its record written to Valkey), one per
+        account for this Api, like a browser that stays signed in."""
+        settings = self.sessions_settings or self.app.state.settings
+        key = (settings.redis_url, account_id)
+        if key not in self._sessions:
+            self._sessions[key] = mint_cookie(settings, account_id)
+        return self._sessions[key]
 
     async def join(self, account_id: uuid.UUID, event_id: int,
                    body: dict[str, Any] | None = None) -> httpx.Response:

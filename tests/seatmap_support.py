@@ -161,9 +161,11 @@ async def redis_map(redis: Redis, event_id: int) -> SeatMap | None:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any, *, sndbuf: int | None = None) -> AsyncIterator[str]:
+async def serving(app: Any, *, sndbuf: int | None = None,
+                  ws_max_size: int | None = None) -> AsyncIterator[str]:
     """The app under a real uvicorn on a free port (WebSockets: the sans-I/O protocol, as
-    ``onsale serve``); ``sndbuf`` shrinks the accepted sockets' send buffers."""
+    ``onsale serve``); ``sndbuf`` shrinks the accepted sockets' send buffers;
+    ``ws_max_size`` caps client messages in the protocol, as ``onsale serve`` does."""
     import socket
 
     import uvicorn
@@ -174,9 +176,10 @@ async def serving(app: Any, *, sndbuf: int | None = None) -> AsyncIterator[str]:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    extra = {} if ws_max_size is None else {"ws_max_size": ws_max_size}
     config = uvicorn.Config(app, log_level="warning", ws="websockets-sansio",
                             ws_per_message_deflate=False, ws_ping_interval=2,
-                            ws_ping_timeout=5, lifespan="on")
+                            ws_ping_timeout=5, lifespan="on", **extra)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     deadline = time.monotonic() + 30

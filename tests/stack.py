@@ -25,9 +25,10 @@ from core.app import build_payments
 from core.db import Database, create_pool
 from core.metrics import Metrics
 from core.payments import Payments
-from core.sessions import COOKIE, SessionCodec
+from core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey, free_port, start_valkey
 from tests.conftest import ADMIN_TOKEN, SECRET, Admissions, Admit, make_settings
+from tests.sessions_support import mint_cookie
 
 ONSALE = str(Path(sys.executable).parent / "onsale")
 PSP_KEY = "sk_test_onsale_0123456789abcdef"
@@ -98,7 +99,6 @@ class Stack:
         self.core: Process | None = None
         self.worker: Process | None = None
         self.psp: Process | None = None
-        self.sessions = SessionCodec(SECRET, 3600, False)
 
     def core_env(self, **extra: str) -> dict[str, str]:
         env = {
@@ -111,7 +111,9 @@ class Stack:
             "ONSALE_RECONCILE_INTERVAL": "0.2", "ONSALE_PUBLIC_URL": self.core_url,
             "ONSALE_DB_POOL_MAX": "10", "REDIS_URL": self.ensure_redis(),
             "ONSALE_JOIN_LIMIT_IP": "1000000", "ONSALE_POLL_LIMIT_IP": "1000000",
+            "ONSALE_ALLOW_SIMULATOR": "true",  # these tests pay the simulator
         }
+
         env.pop("ONSALE_CRASH_AT", None)
         env.update(extra)
         return env
@@ -149,10 +151,15 @@ class Stack:
                             self.core_env(), "serving on", "edge")
         return self.edge
 
+    def session_cookie(self, account_id: uuid.UUID) -> str:
+        """A live session of the account in the stack's Valkey (the processes
+        serve plain-http loopback, so the cookie is plain ``onsale_session``)."""
+        return mint_cookie(make_settings(self.db_url, redis_url=self.ensure_redis()), account_id)
+
     async def join(self, account_id: uuid.UUID, event_id: int) -> httpx.Response:
         """Join the event's queue through the edge (passthrough events admit at once)."""
         async with httpx.AsyncClient(base_url=self.edge_url, timeout=30,
-                                     cookies={COOKIE: self.sessions.encode(account_id)}) as c:
+                                     cookies={COOKIE: self.session_cookie(account_id)}) as c:
             return await c.post(f"/api/events/{event_id}/queue")
 
     def start_worker(self, redis_url: str, *, crash_at: str | None = None) -> Process:
@@ -174,7 +181,7 @@ class Stack:
             self.valkey.stop()
 
     def client(self, account_id: uuid.UUID | None = None) -> httpx.AsyncClient:
-        cookies = {COOKIE: self.sessions.encode(account_id)} if account_id else {}
+        cookies = {COOKIE: self.session_cookie(account_id)} if account_id else {}
         auth = Admit(self.admissions, account_id) if account_id else None
         return httpx.AsyncClient(base_url=self.core_url, cookies=cookies, timeout=30, auth=auth)
 

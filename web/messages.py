@@ -8,12 +8,19 @@ from __future__ import annotations
 SENTENCES: dict[str, str] = {
     "invalid_json": "Something went wrong sending your request. Please try again.",
     "invalid_request": "Some of the information you entered is not valid. Please check it.",
+    "unsupported_media_type": "Something went wrong sending your request. Please reload the "
+                              "page and try again.",
+    "cross_site_request": "This request did not come from an onsale page, so it was refused. "
+                          "Please open onsale directly and try again.",
     "invalid_seats": "That seat selection is not valid. Pick between 1 and 6 seats.",
     "invalid_email": "Please enter a valid email address.",
     "weak_password": "Your password must be between 8 and 256 characters.",
     "email_taken": "An account with this email already exists. Sign in instead.",
     "bad_credentials": "That email and password do not match an account.",
     "authentication_required": "Please sign in to continue.",
+    "session_unavailable": "We cannot check your sign-in right now. Please try again in "
+                           "a moment.",
+    "sign_in_busy": "Lots of people are signing in right now. Please try again in a moment.",
     "admin_required": "This page is for operators. Sign in with the operator token.",
     "idempotency_key_required": "Something went wrong sending your request. Please try again.",
     "idempotency_conflict": "This request was already sent with different details. "
@@ -49,6 +56,8 @@ SENTENCES: dict[str, str] = {
                          "signed out of the sale.",
     "admission_unavailable": "We cannot check your access right now. Please try again "
                              "in a moment.",
+    "too_many_sockets": "The seat map is open in too many tabs. Close one to see live "
+                        "updates here.",
     "not_in_queue": "You are not in the queue for this event yet.",
     "queue_not_open": "The queue for this event has not opened yet.",
     "queue_closed": "The queue for this event is closed.",
@@ -60,6 +69,11 @@ SENTENCES: dict[str, str] = {
     "not_found": "We could not find that page.",
     "method_not_allowed": "That action is not available here.",
     "internal_error": "Something went wrong on our side. Please try again.",
+    "headers_too_large": "Your browser sent more than this site accepts. Clear this site's "
+                         "cookies and try again.",
+    "payload_too_large": "That was more than this site accepts in one go.",
+    "request_timeout": "The connection was too slow. Please try again.",
+    "overloaded": "The site is very busy right now. Please try again in a moment.",
 }
 
 FALLBACK = "Something went wrong. Please try again."

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from core.db import Database, queries
-from core.inputs import int_path
+from core.inputs import int_path, parse_id
 from core.problems import Problem
 from web.templating import render
 
@@ -64,11 +64,11 @@ async def _events(request: Request, event_id: int | None = None) -> list[dict[st
 
 
 async def signin_page(request: Request) -> Response:
-    return render(request, "ops/signin.html")
+    return await render(request, "ops/signin.html")
 
 
 async def index_page(request: Request) -> Response:
-    return render(request, "ops/index.html", events=await _events(request))
+    return await render(request, "ops/index.html", events=await _events(request))
 
 
 async def event_page(request: Request) -> Response:
@@ -80,14 +80,14 @@ async def event_page(request: Request) -> Response:
             raise
         found = []
     if not found:
-        return render(request, "ops/missing.html", status_code=404)
-    return render(request, "ops/event.html", event=found[0])
+        return await render(request, "ops/missing.html", status_code=404)
+    return await render(request, "ops/event.html", event=found[0])
 
 
 async def fairness_page(request: Request) -> Response:
     chosen = request.query_params.get("event", "")
-    return render(request, "ops/fairness.html", events=await _events(request),
-                  chosen=int(chosen) if chosen.isdigit() else None)
+    return await render(request, "ops/fairness.html", events=await _events(request),
+                  chosen=parse_id(chosen))
 
 
 routes: list[BaseRoute] = [

@@ -41,7 +41,7 @@ def as_page(api_handler: Handler) -> Handler:
         if not isinstance(exc, HTTPException | Problem):
             await api_handler(request, exc)  # it logs the unexpected error
         problem = problem_of(exc)
-        response = problem_page(request, problem.status, problem.code)
+        response = await problem_page(request, problem.status, problem.code)
         if problem.status == 503:
             response.headers["Retry-After"] = "1"
         return response

@@ -22,6 +22,7 @@ from core.checkout import read_order
 from core.db import Database, queries
 from core.events import event_json
 from core.holds import hold_json
+from core.inputs import parse_id, parse_uuid
 from core.problems import Problem
 from core.timefmt import utc_iso
 from web.templating import problem_page, render, signed_in_account
@@ -85,10 +86,7 @@ def is_final(order: dict[str, Any]) -> bool:
 
 
 def _uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
+    return parse_uuid(value)
 
 
 def _sign_in(request: Request) -> Response:
@@ -96,26 +94,23 @@ def _sign_in(request: Request) -> Response:
 
 
 async def seat_map_page(request: Request) -> Response:
-    if signed_in_account(request) is None:
+    if await signed_in_account(request) is None:
         return _sign_in(request)
-    try:
-        event_id = int(request.path_params["event_id"])
-    except ValueError:
-        event_id = 0
+    event_id = parse_id(request.path_params["event_id"])
     row = None
-    if 0 < event_id < 2**63:
+    if event_id is not None:
         db: Database = request.app.state.db
         async with db.connection() as conn:
             row = await conn.fetchrow(queries("events")["events"], event_id)
     if row is None:
-        return problem_page(request, 404, "event_not_found", title="Event not found")
+        return await problem_page(request, 404, "event_not_found", title="Event not found")
     event = event_json(row)
     page = {"event": event, "queue_url": f"/events/{event_id}/queue"}
-    return render(request, "seats/map.html", event=event, page=page)
+    return await render(request, "seats/map.html", event=event, page=page)
 
 
 async def checkout_page(request: Request) -> Response:
-    account = signed_in_account(request)
+    account = await signed_in_account(request)
     if account is None:
         return _sign_in(request)
     hold_id = _uuid(request.path_params["hold_id"])
@@ -125,13 +120,13 @@ async def checkout_page(request: Request) -> Response:
         async with db.connection() as conn:
             row = await conn.fetchrow(queries("holds")["get_hold"], hold_id, account)
     if row is None:
-        return problem_page(request, 404, "hold_not_found", title="Seats not found")
+        return await problem_page(request, 404, "hold_not_found", title="Seats not found")
     hold = hold_json(row)
     page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "now": utc_iso(datetime.now(UTC)),  # the countdown corrects the browser's clock
             "seats_url": f"/events/{hold['event_id']}/seats",
             "queue_url": f"/events/{hold['event_id']}/queue"}
-    return render(request, "seats/checkout.html", hold=hold, page=page, money=money,
+    return await render(request, "seats/checkout.html", hold=hold, page=page, money=money,
                   seat_label=seat_label, hold_words=HOLD_WORDS.get(hold["status"], ""),
                   cards=TEST_CARDS)
 
@@ -139,7 +134,7 @@ async def checkout_page(request: Request) -> Response:
 async def order_page(request: Request) -> Response:
     """Where checkout's 3-D Secure return URL points (ONSALE_PUBLIC_URL/orders/{id}).
     It only reads the order: arriving here confirms nothing."""
-    account = signed_in_account(request)
+    account = await signed_in_account(request)
     if account is None:
         return _sign_in(request)
     order_id = _uuid(request.path_params["order_id"])
@@ -150,12 +145,12 @@ async def order_page(request: Request) -> Response:
         except Problem:
             order = None
     if order is None:
-        return problem_page(request, 404, "order_not_found", title="Order not found")
+        return await problem_page(request, 404, "order_not_found", title="Order not found")
     labels = {int(seat["seat_id"]): seat_label(seat) for seat in order["seats"]}
     page = {"order": order, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "done": is_final(order), "labels": {str(k): v for k, v in labels.items()}}
     words = PAYMENT_WORDS.get(str(order["payment_status"]), "")
-    return render(request, "seats/order.html", order=order, page=page, money=money,
+    return await render(request, "seats/order.html", order=order, page=page, money=money,
                   seat_label=seat_label, labels=labels, words=words)
 
 

@@ -18,10 +18,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from core.config import Settings
+from core.cookies import settings_cookie_policy
 from core.db import Database, queries
 from core.events import event_json
+from core.inputs import parse_id
 from core.problems import Problem
-from core.sessions import SessionCodec
+from core.sessions import Sessions
 from edge.tokens import ticket_cookie
 from web.templating import problem_page, render, signed_in_account
 
@@ -107,10 +110,7 @@ async def _events(request: Request, event_id: int | None) -> list[dict[str, Any]
 
 
 def _event_id(request: Request) -> int | None:
-    raw = request.path_params["event_id"]
-    if not raw.isdigit() or len(raw) > 18:
-        return None
-    return int(raw)
+    return parse_id(request.path_params["event_id"])
 
 
 async def _one_event(request: Request) -> dict[str, Any] | Response:
@@ -118,9 +118,9 @@ async def _one_event(request: Request) -> dict[str, Any] | Response:
     try:
         found = await _events(request, event_id) if event_id is not None else []
     except Problem as problem:
-        return problem_page(request, problem.status, problem.code)
+        return await problem_page(request, problem.status, problem.code)
     if not found:
-        return problem_page(request, 404, "event_not_found")
+        return await problem_page(request, 404, "event_not_found")
     return found[0]
 
 
@@ -130,8 +130,8 @@ async def event_list(request: Request) -> Response:
     try:
         events = await _events(request, None)
     except Problem as problem:
-        return problem_page(request, problem.status, problem.code)
-    return render(request, "shop/events.html", events=events)
+        return await problem_page(request, problem.status, problem.code)
+    return await render(request, "shop/events.html", events=events)
 
 
 async def event_page(request: Request) -> Response:
@@ -139,38 +139,49 @@ async def event_page(request: Request) -> Response:
     if isinstance(event, Response):
         return event
     queue_path = f"/events/{event['event_id']}/queue"
-    return render(request, "shop/event.html", event=event, queue_path=queue_path,
+    return await render(request, "shop/event.html", event=event, queue_path=queue_path,
                   signin_path=f"/signin?next={quote(queue_path, safe='/')}")
 
 
 async def waiting_room(request: Request) -> Response:
-    if signed_in_account(request) is None:
+    if await signed_in_account(request) is None:
         target = quote(request.url.path, safe="/")
         return RedirectResponse(f"/signin?next={target}", status_code=303)
     event = await _one_event(request)
     if isinstance(event, Response):
         return event
     event_id = event["event_id"]
-    return render(request, "shop/queue.html", event=event,
-                  joined=ticket_cookie(event_id) in request.cookies,
+    return await render(request, "shop/queue.html", event=event,
+                  joined=ticket_cookie(event_id, _cookie_prefix(request)) in request.cookies,
                   seats_path=f"/events/{event_id}/seats",
                   server_now_ms=int(time.time() * 1000))
 
 
+def _cookie_prefix(request: Request) -> str:
+    """The queue-ticket cookie's name prefix, as ``edge.routes`` sets it."""
+    settings: Settings | None = getattr(request.app.state, "settings", None)
+    if settings is None:
+        return ""
+    return settings_cookie_policy(settings).prefix
+
+
 async def signin_page(request: Request) -> Response:
-    return render(request, "shop/signin.html", next=safe_next(request.query_params.get("next")))
+    return await render(request, "shop/signin.html",
+                        next=safe_next(request.query_params.get("next")))
 
 
 async def signup_page(request: Request) -> Response:
-    return render(request, "shop/signup.html", next=safe_next(request.query_params.get("next")))
+    return await render(request, "shop/signup.html",
+                        next=safe_next(request.query_params.get("next")))
 
 
 async def signout(request: Request) -> Response:
-    """Forget the session cookie in this browser and go home (the API's
-    ``DELETE /api/session`` does the same for scripts)."""
+    """End this session (every copy of its cookie) and go home: the API's
+    ``DELETE /api/session`` does the same for scripts."""
+    sessions: Sessions = request.app.state.sessions
+    await sessions.revoke(sessions.token(request))  # 503 page if it cannot be revoked
     response = RedirectResponse("/", status_code=303)
-    codec: SessionCodec = request.app.state.sessions
-    codec.clear_cookie(response)
+    sessions.clear_cookie(response)
     return response
 
 

@@ -12,6 +12,7 @@ import httpx
 import redis.asyncio
 
 from core.app import build_core_app
+from core.session_store import SessionStore
 from edge.tokens import AdmissionCodec, admission_keys
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import SECRET, Api, make_settings
@@ -137,12 +138,21 @@ async def test_an_idle_session_ends_and_its_token_with_it(
 
 
 async def test_core_without_redis_checks_signatures_then_fails_closed(
-        db_url: str, conn: Any) -> None:
+        db_url: str, conn: Any, valkey: EmbeddedValkey,
+        redis_client: redis.asyncio.Redis) -> None:
     app = build_core_app(make_settings(db_url), sweeper=False)  # REDIS_URL unset
     async with app.router.lifespan_context(app):
         api = Api(app)
         event_id = await api.create_event(seats=10)
         [alice] = await new_accounts(conn, 1)
+        # No session store either: nobody is signed in, on a guess or otherwise.
+        no_sessions = await hold_with(api, alice, event_id, None, [1])
+        assert (no_sessions.status_code, no_sessions.json()["code"]) == (
+            503, "session_unavailable")
+        assert no_sessions.headers["retry-after"] == "1"
+        # Sessions in a Valkey of their own; the gate still has no waiting room.
+        app.state.sessions.attach(SessionStore(redis_client))
+        api.sessions_settings = make_settings(db_url, redis_url=valkey.url)
         good = AdmissionCodec(KEYS, 600).issue(event_id, alice, "s1")
         refused(await hold_with(api, alice, event_id, None, [1]), "admission_required")
         forged = AdmissionCodec(["an-attacker-key-0123456789"], 600).issue(event_id, alice, "s")

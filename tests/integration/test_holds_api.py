@@ -61,7 +61,10 @@ async def test_error_codes(api: Api, conn: Any) -> None:
             (await a.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]}),
              400, "idempotency_key_required"),
             (await a.post(f"/api/events/{event_id}/holds", content=b"{nope",
-                          headers={"Idempotency-Key": "x"}), 400, "invalid_json"),
+                          headers={"Idempotency-Key": "x", "Content-Type": "application/json"}),
+             400, "invalid_json"),
+            (await a.post(f"/api/events/{event_id}/holds", content=b'{"seat_ids": [1]}',
+                          headers={"Idempotency-Key": "x"}), 415, "unsupported_media_type"),
             (await hold(a, event_id, []), 400, "invalid_seats"),
             (await hold(a, event_id, [1, 1]), 400, "invalid_seats"),
             (await hold(a, event_id, [1, 2, 3, 4, 5, 6, 7]), 400, "invalid_seats"),
@@ -266,7 +269,8 @@ async def test_hostile_bodies_get_problems_not_stack_traces(api: Api, conn: Any)
         ]
         for body, status, code in cases:
             r = await a.post(f"/api/events/{event_id}/holds", content=body,
-                             headers={"Idempotency-Key": "hostile"})
+                             headers={"Idempotency-Key": "hostile",
+                                      "Content-Type": "application/json"})
             assert (r.status_code, r.json()["code"]) == (status, code), body[:40]
         huge = await a.post(f"/api/events/{2**63}/holds", json={"seat_ids": [1]},
                             headers={"Idempotency-Key": "k"})

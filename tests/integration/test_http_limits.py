@@ -53,6 +53,8 @@ class Core:
         """An ordinary request on a new connection still succeeds (database included)."""
         r = httpx.get(f"{self.url}/readyz", timeout=5)
         assert r.status_code == 200, r.text
+        logged = "".join(self.process.output)
+        assert "Traceback" not in logged and "ERROR" not in logged, logged[-3000:]
 
 
 @pytest.fixture
@@ -209,7 +211,7 @@ def test_a_body_over_the_limit_is_refused_by_content_length_before_it_is_sent(
         s = core.connect()
         s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   f"Content-Length: 10000000\r\n\r\n".encode())
-        status, headers, body = read_response(s, bytearray())  # no body byte was sent
+        status, _, body = read_response(s, bytearray())  # no body byte was sent
         assert status == 413 and problem_code(body) == "payload_too_large"
         assert closed_by_server(s) == b""
         s.close()
@@ -270,3 +272,12 @@ def test_past_the_connection_cap_a_new_connection_gets_503_and_the_open_ones_sti
         server.legit()  # room again once they are gone
     finally:
         server.process.stop()
+
+
+def test_a_body_that_stops_arriving_is_dropped_after_the_timeout(core: Core) -> None:
+    s = core.connect()
+    s.sendall(b"POST /api/accounts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 100\r\n\r\n{\"email\":")
+    assert closed_by_server(s) == b""  # dropped (the socket timeout, 10 s, fails the test)
+    s.close()
+    core.legit()

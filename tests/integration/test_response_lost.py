@@ -37,7 +37,7 @@ async def test_retry_after_lost_response_returns_the_same_hold(api: Api, conn: A
     lossy = LoseNextResponse(api.app)
     client = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=lossy), base_url="http://test",
-        cookies={COOKIE: api.app.state.sessions.encode(account)},
+        cookies={COOKIE: api.session_cookie(account)},
     )
     request = dict(json={"seat_ids": [4, 5]},
                    headers={"Idempotency-Key": "lost-1", **await api.admit(account, event_id)})

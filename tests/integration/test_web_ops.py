@@ -56,7 +56,7 @@ async def test_the_pages_render_and_link_the_events(
         assert f'value="{event_id}"' in lab.text and "selected" in lab.text
         signin = await get(api, "/ops/signin")
         assert 'id="admin-token"' in signin.text and 'type="password"' in signin.text
-        assert "/static/js/ops.js" in signin.text
+        assert "/static/js/ops_signin_page.js" in signin.text  # which imports ops.js
 
 
 async def test_the_dashboard_needs_the_token_and_shows_the_queue(

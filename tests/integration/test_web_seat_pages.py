@@ -9,10 +9,14 @@ import uuid
 from typing import Any
 
 import httpx
+from redis.asyncio import Redis
 
+from core.session_store import SessionStore
 from core.sessions import COOKIE
 from onsale.compose import build_app
+from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, hold, make_settings
+from tests.sessions_support import mint_cookie
 from web import seat_pages
 
 
@@ -129,16 +133,20 @@ async def test_the_order_page_shows_the_order_to_its_owner_only_and_only_reads(
 
 
 async def test_the_dev_role_serves_this_order_page_at_the_return_url(
-        api: Api, conn: Any, db_url: str) -> None:
+        api: Api, conn: Any, db_url: str, valkey: EmbeddedValkey) -> None:
     """Checkout's 3-D Secure return URL is ONSALE_PUBLIC_URL/orders/{id}: the dev
     (and core) role must answer it with this page."""
     owner, order_id = await begun_order(api, conn)
+    cookie = mint_cookie(make_settings(db_url, redis_url=valkey.url), owner)
+    redis = Redis.from_url(valkey.url)
     for role in ("dev", "core"):
-        app = build_app(role, make_settings(db_url))
+        app = build_app(role, make_settings(db_url))  # no REDIS_URL: no queue, no seat map,
+        app.state.sessions.attach(SessionStore(redis))  # but sessions live in Valkey
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t", cookies={
-                    COOKIE: app.state.sessions.encode(owner)}) as c:
+            async with httpx.AsyncClient(transport=transport, base_url="http://t",
+                                         cookies={COOKIE: cookie}) as c:
                 r = await c.get(f"/orders/{order_id}")
                 assert r.status_code == 200, role
                 assert 'id="order-status"' in r.text and 'data-status="PENDING"' in r.text
+    await redis.aclose()

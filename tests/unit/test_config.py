@@ -39,7 +39,8 @@ def test_minimal_environment_and_defaults() -> None:
     assert s.max_seats_per_hold == 6
     assert s.db_pool_min == 2
     assert s.db_pool_max == 8
-    assert s.db_acquire_timeout == 2.0
+    assert s.db_acquire_timeout == 0.5
+
     assert s.db_statement_timeout_ms == 5000
     assert s.sweep_interval == 1.0
     assert s.sweep_batch == 500
@@ -267,3 +268,42 @@ def test_bad_provider_settings_are_config_errors(override: dict[str, str], needl
 
 def test_crash_points_are_accepted_by_name() -> None:
     assert load(ONSALE_CRASH_AT="after_sale_commit").crash_at == "after_sale_commit"
+
+
+# --- sessions and sign-in (docs/configuration.md#sessions-and-sign-in) ---------------------
+
+
+def test_session_and_sign_in_defaults() -> None:
+    s = load()
+    assert (s.session_store_timeout, s.signin_window_seconds, s.signin_limit_ip,
+            s.signin_limit_email, s.signin_lockout_after, s.signin_lockout_seconds,
+            s.signin_lockout_max_seconds, s.password_workers, s.password_queue) == (
+        0.5, 60, 60, 10, 5, 30, 900, 2, 16)
+
+
+def test_session_and_sign_in_values_are_read() -> None:
+    s = load(ONSALE_SESSION_STORE_TIMEOUT="0.25", ONSALE_SIGNIN_WINDOW_SECONDS="30",
+             ONSALE_SIGNIN_LIMIT_IP="500", ONSALE_SIGNIN_LIMIT_EMAIL="3",
+             ONSALE_SIGNIN_LOCKOUT_AFTER="4", ONSALE_SIGNIN_LOCKOUT_SECONDS="10",
+             ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS="600", ONSALE_PASSWORD_WORKERS="4",
+             ONSALE_PASSWORD_QUEUE="0")
+    assert (s.session_store_timeout, s.signin_window_seconds, s.signin_limit_ip,
+            s.signin_limit_email, s.signin_lockout_after, s.signin_lockout_seconds,
+            s.signin_lockout_max_seconds, s.password_workers, s.password_queue) == (
+        0.25, 30, 500, 3, 4, 10, 600, 4, 0)
+
+
+@pytest.mark.parametrize(("var", "raw"), [
+    ("ONSALE_SIGNIN_LIMIT_IP", "0"), ("ONSALE_SIGNIN_LIMIT_EMAIL", "-1"),
+    ("ONSALE_SIGNIN_LOCKOUT_AFTER", "0"), ("ONSALE_SIGNIN_WINDOW_SECONDS", "0"),
+    ("ONSALE_PASSWORD_WORKERS", "0"), ("ONSALE_PASSWORD_WORKERS", "65"),
+    ("ONSALE_PASSWORD_QUEUE", "-1"), ("ONSALE_SESSION_STORE_TIMEOUT", "0"),
+    ("ONSALE_SESSION_STORE_TIMEOUT", "11"), ("ONSALE_SESSION_STORE_TIMEOUT", "nan"),
+])
+def test_session_and_sign_in_values_are_checked(var: str, raw: str) -> None:
+    fails({**BASE, var: raw}, var)
+
+
+def test_the_longest_lockout_is_at_least_the_first() -> None:
+    fails({**BASE, "ONSALE_SIGNIN_LOCKOUT_SECONDS": "60",
+           "ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS": "30"}, "ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS")

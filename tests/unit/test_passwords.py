@@ -1,19 +1,33 @@
-"""core.passwords: scrypt hashes in a self-describing string."""
+"""core.passwords: argon2id hashes (OWASP parameters), the scrypt hashes written
+before them (verified, then replaced), and the malformed strings neither is."""
 
 from __future__ import annotations
 
 import base64
 
 import pytest
+from argon2 import PasswordHasher, Type
 
-from core.passwords import DUMMY_HASH, hash_password, verify_password
+from core.passwords import (
+    check_password,
+    dummy_hash,
+    hash_password,
+    needs_rehash,
+    scrypt_hash,
+    verify_password,
+)
 
 FAST = 2**10
 
 
 @pytest.fixture(scope="module")
 def stored() -> str:
-    return hash_password("correct horse battery staple", n=FAST)
+    return scrypt_hash("correct horse battery staple", n=FAST)
+
+
+@pytest.fixture(scope="module")
+def argon() -> str:
+    return hash_password("correct horse battery staple")
 
 
 def parts(stored: str) -> list[str]:
@@ -35,7 +49,7 @@ def test_wrong_password(stored: str, attempt: str) -> None:
 
 @pytest.mark.parametrize("password", ["", "pässwörd-✓", "x" * 256, "a$b$c"])
 def test_round_trip_unusual_passwords(password: str) -> None:
-    stored = hash_password(password, n=FAST)
+    stored = scrypt_hash(password, n=FAST)
     assert verify_password(password, stored) is True
     assert verify_password(password + "!", stored) is False
 
@@ -48,13 +62,13 @@ def test_format(stored: str) -> None:
     assert len(base64.b64decode(digest + "=" * (-len(digest) % 4))) == 32
 
 
-def test_default_cost_is_recorded() -> None:
-    assert parts(DUMMY_HASH)[:4] == ["scrypt", str(2**14), "8", "1"]
+def test_default_scrypt_cost_is_recorded() -> None:
+    assert parts(scrypt_hash("pw"))[:4] == ["scrypt", str(2**14), "8", "1"]
 
 
 def test_hashes_are_salted() -> None:
-    a = hash_password("same password", n=FAST)
-    b = hash_password("same password", n=FAST)
+    a = scrypt_hash("same password", n=FAST)
+    b = scrypt_hash("same password", n=FAST)
     assert a != b
     assert parts(a)[4] != parts(b)[4]
     assert parts(a)[5] != parts(b)[5]
@@ -62,7 +76,7 @@ def test_hashes_are_salted() -> None:
 
 
 def test_cost_parameters_are_read_from_the_stored_string() -> None:
-    stored = hash_password("pw", n=2**11)
+    stored = scrypt_hash("pw", n=2**11)
     assert parts(stored)[1] == "2048"
     assert verify_password("pw", stored) is True
     # The same salt and digest claimed at another cost no longer verify.
@@ -70,14 +84,21 @@ def test_cost_parameters_are_read_from_the_stored_string() -> None:
 
 
 def test_dummy_hash_rejects_everything_it_is_likely_to_see() -> None:
-    assert verify_password("", DUMMY_HASH) is False
-    assert verify_password("password", DUMMY_HASH) is False
-    assert verify_password("not-a-real-password", DUMMY_HASH) is True  # it is a real hash
+    assert verify_password("", dummy_hash()) is False
+    assert verify_password("password", dummy_hash()) is False
+    assert verify_password("not-a-real-password", dummy_hash()) is True  # it is a real hash
+
+
+def test_dummy_hash_costs_what_a_real_hash_costs() -> None:
+    """Unknown emails are checked against it: the same algorithm and parameters
+    as every stored hash, so the answer takes as long."""
+    assert dummy_hash().startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert needs_rehash(dummy_hash()) is False
 
 
 def test_digest_swapped_between_hashes_fails() -> None:
-    a = parts(hash_password("pw", n=FAST))
-    b = parts(hash_password("pw", n=FAST))
+    a = parts(scrypt_hash("pw", n=FAST))
+    b = parts(scrypt_hash("pw", n=FAST))
     assert verify_password("pw", "$".join([*a[:5], b[5]])) is False
 
 
@@ -142,3 +163,59 @@ def test_truncated_digest_is_rejected(stored: str) -> None:
 
 def test_malformed_list_really_differs_from_the_good_hash(stored: str) -> None:
     assert stored not in _malformed(stored)
+
+
+# --- argon2id ------------------------------------------------------------------------------
+
+
+def test_new_hashes_are_argon2id_with_owasp_parameters(argon: str) -> None:
+    assert argon.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert "correct horse" not in argon
+    assert verify_password("correct horse battery staple", argon) is True
+    assert verify_password("correct horse battery stapl", argon) is False
+    assert needs_rehash(argon) is False
+
+
+@pytest.mark.parametrize("password", ["", "pässwörd-✓", "x" * 256, "a$b$c"])
+def test_argon2_round_trip_unusual_passwords(password: str) -> None:
+    stored = hash_password(password)
+    assert verify_password(password, stored) is True
+    assert verify_password(password + "!", stored) is False
+
+
+def test_argon2_hashes_are_salted() -> None:
+    assert hash_password("same password") != hash_password("same password")
+
+
+def test_check_password_replaces_a_scrypt_hash(stored: str) -> None:
+    checked = check_password("correct horse battery staple", stored)
+    assert checked.ok is True and checked.new_hash is not None
+    assert checked.new_hash.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert verify_password("correct horse battery staple", checked.new_hash) is True
+
+
+def test_check_password_replaces_argon2_with_other_parameters() -> None:
+    weaker = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1, type=Type.ID)
+    old = weaker.hash("pw-0123456789")
+    assert needs_rehash(old) is True
+    checked = check_password("pw-0123456789", old)
+    assert checked.ok and checked.new_hash is not None and needs_rehash(checked.new_hash) is False
+    argon2i = PasswordHasher(type=Type.I).hash("pw-0123456789")
+    assert needs_rehash(argon2i) is True
+
+
+def test_check_password_keeps_a_current_hash(argon: str) -> None:
+    assert check_password("correct horse battery staple", argon) == (True, None)
+
+
+def test_check_password_never_rehashes_on_a_wrong_password(stored: str, argon: str) -> None:
+    assert check_password("wrong password", stored) == (False, None)
+    assert check_password("wrong password", argon) == (False, None)
+
+
+def test_malformed_argon2_strings_return_false(argon: str) -> None:
+    head, _, digest = argon.rpartition("$")
+    for bad in ["$argon2id$", "$argon2id$v=19$m=19456,t=2,p=1$", f"{head}$",
+                f"{head}${digest[:-4]}", f"{head}$!!!!", argon.replace("argon2id", "argon2x"),
+                argon.replace("m=19456", "m=abc"), argon + "$extra"]:
+        assert verify_password("correct horse battery staple", bad) is False, bad

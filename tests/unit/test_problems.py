@@ -141,3 +141,18 @@ async def test_method_not_allowed_keeps_the_allow_header() -> None:
     assert response.status_code == 405
     assert response.headers.get("allow") == "GET, HEAD"
 
+
+
+def test_no_problem_detail_is_built_from_an_exception_class_name() -> None:
+    """A problem's ``detail`` is a sentence for a person, never ``TimeoutError``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    pattern = re.compile(r"detail\s*=\s*[^,\n]*__name__")
+    found = [f"{path.relative_to(root)}:{text[:m.start()].count(chr(10)) + 1}"
+             for tier in ("core", "edge", "seatmap", "web", "onsale", "psp")
+             for path in sorted((root / tier).rglob("*.py"))
+             for text in [path.read_text()]
+             for m in pattern.finditer(text)]
+    assert found == []

@@ -66,6 +66,7 @@ def test_rotation_any_v1_entry_may_match() -> None:
 @pytest.mark.parametrize("header", [
     "", "garbage", "t=1700000000", "v1=abc", "t=abc,v1=abc", "t=-5,v1=abc",
     "t=1,t=2,v1=abc", "t=1700000000,v1=", "t=1700000000,,v1=abc", "t=1700000000,=x,v1=ab",
+    "t=²,v1=abc", "t=١٧٠٠٠٠٠٠٠٠,v1=abc", "t=" + "9" * 5000 + ",v1=abc",  # no int() crash
 ])
 def test_malformed(header: str) -> None:
     with pytest.raises(SignatureError) as caught:

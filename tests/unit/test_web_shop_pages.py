@@ -13,8 +13,10 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 
+from core.cookies import cookie_policy
 from core.problems import Problem
-from core.sessions import COOKIE, SessionCodec
+from core.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from tests.sessions_support import MemorySessionStore
 from web import shop_pages
 
 SECRET = "unit-secret-key-0123456789abcdef"
@@ -56,10 +58,14 @@ def client(rows: list[dict[str, Any]], *, account: uuid.UUID | None = None,
            down: bool = False, cookies: dict[str, str] | None = None) -> httpx.AsyncClient:
     app = Starlette(routes=shop_pages.routes)
     app.state.db = FakeDb(rows, down)
-    app.state.sessions = codec = SessionCodec(SECRET, 3600, False)
+    store = MemorySessionStore()
+    app.state.sessions = sessions = Sessions(SessionCodec(SECRET, 3600),
+                                             cookie_policy("http://127.0.0.1:8000"), store)
     jar = dict(cookies or {})
-    if account is not None:
-        jar[COOKIE] = codec.encode(account)
+    if account is not None:  # a live session, as signing in makes one
+        session_id = new_session_id()
+        store.records[account] = {session_id}
+        jar[COOKIE] = sessions.codec.encode(SessionRef(account, session_id))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                              cookies=jar)
 
@@ -166,6 +172,7 @@ async def test_sign_out_clears_the_session_cookie_and_goes_home() -> None:
     async with client([], account=uuid.uuid4()) as c:
         home = await c.get("/")
         assert "Sign out" in home.text
+        copied = c.cookies[COOKIE]
         out = await c.post("/signout")
         assert out.status_code == 303 and out.headers["location"] == "/"
         cookie = out.headers["set-cookie"]
@@ -173,4 +180,7 @@ async def test_sign_out_clears_the_session_cookie_and_goes_home() -> None:
         c.cookies.clear()  # what the browser does with Max-Age=0 (e2e/test_accounts.py)
         after = await c.get("/")
         assert "Sign out" not in after.text and 'href="/signin"' in after.text
+        # The session itself ended: a copy of the cookie taken before is signed out too.
+        replayed = await c.get("/", headers={"Cookie": f"{COOKIE}={copied}"})
+        assert "Sign out" not in replayed.text and 'href="/signin"' in replayed.text
         assert (await c.get("/signout")).status_code == 405

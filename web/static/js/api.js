@@ -26,6 +26,9 @@ export function newKey() {
 }
 
 // api("/api/...", {method, body, headers}) -> parsed JSON (or null for 204).
+// A body always goes as JSON with its Content-Type (the API answers any other type
+// with 415 unsupported_media_type); the browser adds Origin, which the server checks
+// on every POST, PUT, PATCH and DELETE (403 cross_site_request from another site).
 export async function api(path, options = {}) {
   const init = { method: options.method || "GET", credentials: "same-origin",
                  headers: { Accept: "application/json", ...(options.headers || {}) } };

@@ -92,7 +92,7 @@ export class SeatmapFeed {
       chain = chain.then(() => decodeMessage(event.data)).then(m => this.onMessage(socket, m))
                    .catch(() => socket.close(4001));
     };
-    socket.onclose = () => this.onClose(socket);
+    socket.onclose = event => this.onClose(socket, event.code);
   }
 
   onMessage(socket, message) {
@@ -139,9 +139,12 @@ export class SeatmapFeed {
     else this.onClose(this.socket);
   }
 
-  async onClose(socket) {
+  async onClose(socket, code) {
     if (socket !== this.socket || this.stopped) return;
     this.socket = null;
+    // The admission behind the socket expired (4401) or was revoked (4403): ask for
+    // the snapshot again, which either works (a renewed token) or shows the refusal.
+    if (code === 4401 || code === 4403) this.resyncing = true;
     if (this.resyncing) {
       this.resyncing = false;
       try { await this.loadSnapshot(); } catch (error) { this.refused(error); return; }

@@ -1,0 +1,65 @@
+"""Whether the cookies onsale sets are ``Secure`` and ``__Host-`` prefixed.
+
+One pure decision from the public URL (docs/security.md#secure-defaults-in-serve):
+``Secure`` unless the site is served over plain http on a loopback address (a
+developer's ``onsale dev``), where a browser would refuse to store a Secure
+cookie; when Secure, the name also gets the ``__Host-`` prefix, which makes the
+browser refuse the cookie unless it was set by a secure page of exactly this
+host with ``Path=/`` and no ``Domain`` (a sibling subdomain cannot plant one).
+
+Every writer and reader of a cookie name goes through the same policy (the
+admission and queue-ticket cookies: ``edge.tokens``, ``edge.routes``,
+``edge.gate``; ``web.shop_pages``).
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from core.config import Settings
+
+HOST_PREFIX = "__Host-"
+
+
+@dataclass(frozen=True)
+class CookiePolicy:
+    secure: bool
+    prefix: str  # "__Host-" when secure, else ""
+
+    def name(self, base: str) -> str:
+        return f"{self.prefix}{base}"
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """``localhost`` (and its subdomains), 127.0.0.0/8 or ::1."""
+    if not host:
+        return False
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@functools.lru_cache(maxsize=16)
+def cookie_policy(public_url: str, secure: bool | None = None) -> CookiePolicy:
+    """The policy for a site served at ``public_url`` (ONSALE_PUBLIC_URL):
+    Secure unless it is plain http on loopback; ``secure`` overrides when given.
+    Cached: the hot paths (queue polls) ask on every request."""
+    parts = urlsplit(public_url)
+    plain_loopback = parts.scheme.lower() == "http" and is_loopback_host(parts.hostname)
+    on = not plain_loopback if secure is None else secure
+    return CookiePolicy(secure=on, prefix=HOST_PREFIX if on else "")
+
+
+def settings_cookie_policy(settings: Settings) -> CookiePolicy:
+    """The policy of a deployment: from its public URL, and always Secure with
+    ONSALE_COOKIE_SECURE=true (the flag can only add Secure, never remove it)."""
+    return cookie_policy(settings.public_url, True if settings.cookie_secure else None)

@@ -1,0 +1,104 @@
+"""The origin check and the response headers, as one pure ASGI middleware.
+
+Installed on the core, edge and seat-map apps where they are built (and so on
+everything ``onsale dev`` mounts into core). Per request it does two things
+(docs/security.md):
+
+- refuses an unsafe request (POST, PUT, PATCH, DELETE) that a page on another
+  origin made: ``403 cross_site_request`` before any route runs (the verdict is
+  ``core.origins.is_cross_site``);
+- adds headers to every response: ``X-Content-Type-Options: nosniff`` and
+  ``Referrer-Policy``, ``Strict-Transport-Security`` when the public URL is
+  https, and on HTML (and SVG) the Content-Security-Policy and
+  ``X-Frame-Options: DENY``. A header the route set itself is left alone.
+
+Not ``BaseHTTPMiddleware``: this sits on the hold path, and a raw ASGI wrapper
+costs one header scan and one ``send`` closure per request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core.config import Settings
+from core.origins import UNSAFE_METHODS, is_cross_site, page_policy, public_origins
+from core.problems import Problem, ProblemResponse
+
+HSTS = "max-age=63072000; includeSubDomains"
+REFERRER_POLICY = "strict-origin-when-cross-origin"
+_PAGE_TYPES = (b"text/html", b"image/svg+xml")
+
+
+def response_headers(*, hsts: bool) -> list[tuple[bytes, bytes]]:
+    """The headers of every response."""
+    headers = [(b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", REFERRER_POLICY.encode())]
+    if hsts:
+        headers.append((b"strict-transport-security", HSTS.encode()))
+    return headers
+
+
+def page_headers(csp: str) -> list[tuple[bytes, bytes]]:
+    """The extra headers of an HTML page."""
+    return [(b"content-security-policy", csp.encode()), (b"x-frame-options", b"DENY")]
+
+
+class SecurityMiddleware:
+    def __init__(self, app: ASGIApp, *, allowed_origins: frozenset[str], hsts: bool,
+                 csp: str) -> None:
+        self.app = app
+        self.allowed = allowed_origins
+        self.always = response_headers(hsts=hsts)
+        self.page = page_headers(csp)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = self._headers(list(message.get("headers", ())))
+            await send(message)
+
+        if scope["method"] in UNSAFE_METHODS and self._foreign(scope):
+            refusal = ProblemResponse(Problem(
+                403, "cross_site_request",
+                detail="Unsafe requests are accepted only from this site's own pages."))
+            await refusal(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def _foreign(self, scope: Scope) -> bool:
+        origin = fetch_site = None
+        for name, value in scope["headers"]:
+            if name == b"origin":
+                origin = value.decode("latin-1")
+            elif name == b"sec-fetch-site":
+                fetch_site = value.decode("latin-1")
+        return is_cross_site(scope["method"], origin, fetch_site, self.allowed)
+
+    def _headers(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        present = {name.lower() for name, _ in headers}
+        page = any(name.lower() == b"content-type" and value.lower().startswith(_PAGE_TYPES)
+                   for name, value in headers)
+        for name, value in (*self.always, *self.page) if page else self.always:
+            if name not in present:
+                headers.append((name, value))
+        return headers
+
+
+def security_options(settings: Settings) -> dict[str, Any]:
+    """The middleware's arguments from settings (ONSALE_PUBLIC_URL, ONSALE_ALLOWED_ORIGINS)."""
+    origins = public_origins(settings.public_url, settings.allowed_origins)
+    return {"allowed_origins": origins, "hsts": settings.public_url.startswith("https://"),
+            "csp": page_policy(origins)}
+
+
+def install(app: Starlette, settings: Settings) -> Starlette:
+    """Put the middleware in front of ``app``'s routes (before it starts serving)."""
+    app.add_middleware(SecurityMiddleware, **security_options(settings))
+    return app
