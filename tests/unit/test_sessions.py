@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from core.cookies import cookie_policy
 from core.problems import Problem
+from core.session_store import SESSIONS_DOWN
 from core.sessions import (
     COOKIE,
     SessionCodec,
@@ -353,7 +354,7 @@ async def test_a_store_slower_than_the_timeout_is_503() -> None:
     with pytest.raises(Problem) as info:
         await sessions.account(SessionCodec(KEY, 3600).encode(REF))
     assert (info.value.status, info.value.code, info.value.detail) == (
-        503, "session_unavailable", "TimeoutError")
+        503, "session_unavailable", SESSIONS_DOWN)
 
 
 # --- cookies -------------------------------------------------------------------------------
