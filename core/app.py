@@ -51,6 +51,25 @@ async def internal_error(request: Request, exc: Exception) -> Response:
     return ProblemResponse(Problem(500, "internal_error"))
 
 
+def error_handlers() -> dict[Any, Any]:
+    """Every app's exception handlers. An outage (and a client that went away) is
+    answered by Starlette's inner exception middleware, which does not re-raise: no
+    traceback per request. Only a real bug reaches the outermost handler, which logs it
+    and answers 500 (then Starlette re-raises it, and uvicorn logs it too)."""
+    import redis.exceptions
+
+    from core.db import UNAVAILABLE
+    from core.dependency import DependencyUnavailable
+
+    quiet = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+             DependencyUnavailable, ClientDisconnect, *UNAVAILABLE)
+    handlers: dict[Any, Any] = {Problem: problem_handler,
+                                HTTPException: http_exception_handler}
+    handlers.update(dict.fromkeys(quiet, internal_error))
+    handlers[Exception] = internal_error
+    return handlers
+
+
 def outage_problem(request: Request, exc: Exception) -> Problem | None:
     """The documented 503 for a dependency failure that no route caught: never a
     500 with a traceback per request (docs/security.md#dependencies-fail-fast)."""
@@ -158,11 +177,7 @@ def build_core_app(settings: Settings, *, sweeper: bool = True) -> Starlette:
 
     app = Starlette(
         routes=core_routes(),
-        exception_handlers={
-            Problem: problem_handler,
-            HTTPException: http_exception_handler,
-            Exception: internal_error,
-        },
+        exception_handlers=error_handlers(),
         lifespan=lifespan,
     )
     install_security(app, settings)  # origin check and headers (docs/security.md)

@@ -6,7 +6,7 @@ each). The pool runs at most ``workers`` of them at once in its own threads
 (never the event loop's default executor, which other work shares) and lets
 at most ``queue`` more wait; past that a request is refused at once with
 ``503 sign_in_busy`` and ``Retry-After`` rather than queueing without end.
-A waiting job whose request went away is dropped before it runs.
+A waiting job whose request task is cancelled is dropped before it runs.
 """
 
 from __future__ import annotations

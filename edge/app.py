@@ -10,13 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from core.config import ConfigError, Settings
 from core.db import Database, create_pool
 from core.dependency import background_redis, request_redis_for
-from core.problems import Problem, http_exception_handler, problem_handler
 from core.security import install as install_security
 from core.session_store import SessionStore
 from core.sessions import Sessions, build_sessions
@@ -78,14 +76,13 @@ def edge_lifespan(settings: Settings, *, admitter: bool, risk: RiskHook = no_ris
 
 def build_edge_app(settings: Settings, *, admitter: bool = True,
                    risk: RiskHook = no_risk) -> Starlette:
-    from core.app import healthz, internal_error
+    from core.app import error_handlers, healthz
     from core.openapi import openapi_endpoint
 
     app = Starlette(
         routes=[*edge_routes(), Route("/healthz", healthz, methods=["GET"]),
                 Route("/openapi.json", openapi_endpoint, methods=["GET"])],
-        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler,
-                            Exception: internal_error},
+        exception_handlers=error_handlers(),
         lifespan=edge_lifespan(settings, admitter=admitter, risk=risk),
     )
     install_security(app, settings)  # origin check and headers (docs/security.md)

@@ -22,7 +22,7 @@ from core.cookies import settings_cookie_policy
 from core.dependency import request_redis_for
 from core.problems import Problem
 from core.session_store import SessionStore
-from core.sessions import build_sessions, current_account
+from core.sessions import Sessions, build_sessions, current_account
 from edge.gate import Gate
 from edge.queue_store import QueueStore
 from edge.tokens import Admission, AdmissionCodec, Verdict, admission_keys
@@ -36,6 +36,8 @@ class SeatmapAdmission:
 
     gate: Gate
     admission: Admission
+    sessions: Sessions | None = None   # the sign-in session behind the socket, re-checked
+    session_token: str | None = None   # too: signing out closes the socket
 
     @property
     def account(self) -> str:
@@ -51,8 +53,12 @@ class SeatmapAdmission:
         a = self.admission
         try:
             current = await self.gate.current_session(a.event_id, a.account_id, a.session_id)
+            signed_in = (self.sessions is None
+                         or await self.sessions.account(self.session_token) is not None)
         except Problem:
             return None
+        if not signed_in:  # signed out (here or everywhere): the session is gone
+            return "authentication_required"
         if current is None:
             return Verdict.EXPIRED.code
         if current != a.session_id:
@@ -63,8 +69,9 @@ class SeatmapAdmission:
 async def admission_gate(connection: HTTPConnection, event_id: int) -> SeatmapAdmission:
     """Refuse (``Problem``) unless the account is admitted to this event."""
     gate: Gate = connection.app.state.gate
+    sessions: Sessions = connection.app.state.sessions
     admission = await gate.check(connection, event_id, await current_account(connection))
-    return SeatmapAdmission(gate, admission)
+    return SeatmapAdmission(gate, admission, sessions, sessions.token(connection))
 
 
 def install(app: Starlette, settings: Settings) -> None:

@@ -13,12 +13,12 @@
   passes the limit. Each of these closes the connection.
 - A connection must send a whole request head within ``header_timeout`` of its
   first byte (or of being opened), else it gets 408 and is closed; a request
-  body may not pause for longer than that either (the request is dropped and
-  the connection closed); an idle keep-alive connection is closed after
-  ``keepalive_timeout``.
+  body must arrive whole within as long again after its head (else the request
+  is dropped and the connection closed); an idle keep-alive connection is
+  closed after ``keepalive_timeout``.
 - Past ``max_connections`` open HTTP connections in the process, a new one is
   answered 503 with ``Retry-After`` and closed at once. (A WebSocket leaves the
-  count when it upgrades; the seat map caps sockets itself.) The cap on requests
+  count when it upgrades; the seat map caps sockets per account itself.) The cap on requests
   in progress is ``onsale.http_server.RequestLimit``.
 
 **Corked writes.** uvicorn writes a response's head and body with two
@@ -86,6 +86,16 @@ class CorkedTransport:
         self.flush()
         self._transport.close()
 
+    # The calls of every request, spelled out (``__getattr__`` is a slow path).
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
@@ -99,7 +109,8 @@ class HeldFlow(FlowControl):
         self._protocol = protocol
 
     def resume_reading(self) -> None:
-        if not self._protocol.holding():
+        protocol = self._protocol
+        if not (protocol._held or protocol._stopped):
             super().resume_reading()
 
 
@@ -125,21 +136,21 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     limits: ClassVar[HttpLimits] = HttpLimits()
     _sweeper: ClassVar[asyncio.TimerHandle | None] = None  # one per server (class)
+    _open: ClassVar[int] = 0  # HTTP connections of this server (a WebSocket leaves)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._held = bytearray()     # bytes received but not parsed (pipeline full)
         self._stopped = False        # refused: parse nothing more on this connection
         self._in_head = False        # between a message's first byte and its headers' end
-        self._in_body = False        # between the end of the headers and the message's end
         self._head_counted = 0       # bytes fed while in a head (overstates by < SLICE)
         self._head_size = 0          # the finished headers' exact size
         self._header_count = 0
         self._body_bytes = 0
-        self._head_deadline = 0.0    # loop time by which the head must be whole; 0: none
-
-    def holding(self) -> bool:
-        return bool(self._held) or self._stopped
+        self._counted = False
+        self._content_length: bytes | None = None
+        self._head_deadline = 0.0    # loop time by which the head (then the body's next
+                                     # bytes) must arrive; 0: none
 
     # Connection ---------------------------------------------------------------
 
@@ -147,15 +158,24 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         corked = CorkedTransport(transport, asyncio.get_running_loop())
         super().connection_made(corked)  # type: ignore[arg-type]
         self.flow = HeldFlow(corked, self)  # type: ignore[arg-type]
-        if len(self.connections) > self.limits.max_connections:
+        cls = type(self)
+        cls._open += 1
+        self._counted = True
+        if cls._open > self.limits.max_connections:
             self._stopped = True
-            log.debug("connection refused: %d open", len(self.connections))
+            log.debug("connection refused: %d open", cls._open)
             self.transport.write(refusal_bytes(503, REASONS[503]))
             self.transport.close()
             return
         self._arm_head_timer()
 
+    def _uncount(self) -> None:
+        if self._counted:
+            self._counted = False
+            type(self)._open -= 1
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._uncount()
         self._cancel_head_timer()
         self._held.clear()
         super().connection_lost(exc)
@@ -164,6 +184,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         """A WebSocket gets the real transport: it writes whole frames, often one to
         each of thousands of sockets in one loop turn (the seat map's fan-out)."""
         self._cancel_head_timer()
+        self._uncount()  # uvicorn's socket protocol joins server_state.connections instead
         self._stopped = True  # what follows the upgrade is the WebSocket's
         corked = self.transport
         if isinstance(corked, CorkedTransport):
@@ -184,6 +205,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def _feed(self, data: bytes | bytearray) -> None:
         self._unset_keepalive_if_required()
+        if len(data) <= SLICE:  # the usual case: one request, or a part of one
+            if len(self.pipeline) >= self.limits.max_pipelined:
+                self._held += data
+                self.flow.pause_reading()
+            else:
+                self._feed_slice(data)
+            return
         view = memoryview(data)
         size = len(view)
         pos = 0
@@ -194,29 +222,40 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 return
             chunk = view[pos:pos + SLICE]
             pos += len(chunk)
-            if not self._head_deadline and not self._in_body:
+            if not self._feed_slice(chunk):
+                return
+
+    def _feed_slice(self, chunk: bytes | bytearray | memoryview) -> bool:
+        """Parse one slice; False when nothing more may be parsed."""
+        if not self._head_deadline:
+            self._head_deadline = self.loop.time() + self.limits.header_timeout
+            if type(self)._sweeper is None:
                 self._arm_head_timer()
-            try:
-                self.parser.feed_data(chunk)
-            except httptools.HttpParserUpgrade:
-                if self._should_upgrade():
-                    self.handle_websocket_upgrade()
-                else:
-                    self._unsupported_upgrade_warning()
-                return
-            except httptools.HttpParserError:
-                if not self._stopped:
-                    log.debug("invalid HTTP request from %s", self.client)
-                    self._abort(400)
-                return
-            if self._in_head:
-                self._head_counted += len(chunk)
-                if partial_head_too_large(self.limits, self._head_counted, SLICE):
-                    self._abort(431)
-                    return
+        try:
+            self.parser.feed_data(chunk)
+        except httptools.HttpParserUpgrade:
+            if self._stopped:  # the head was refused (on_headers_complete): no upgrade
+                return False
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return False
+        except httptools.HttpParserError:
+            if not self._stopped:
+                log.debug("invalid HTTP request from %s", self.client)
+                self._abort(400)
+            return False
+        if self._in_head:
+            self._head_counted += len(chunk)
+            if partial_head_too_large(self.limits, self._head_counted, SLICE):
+                self._abort(431)
+                return False
+        return not self._stopped
 
     def _resume_held(self) -> None:
-        if self._held and not self._stopped and len(self.pipeline) < self.limits.max_pipelined:
+        if (not self.transport.is_closing() and not self._stopped
+                and len(self.pipeline) < self.limits.max_pipelined):
             data = bytes(self._held)
             self._held.clear()
             self._feed(data)
@@ -228,31 +267,41 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
-        self._head_counted = 0
-        self._head_size = 0
-        self._header_count = 0
-        self._body_bytes = 0
+        self._head_counted = self._head_size = self._header_count = self._body_bytes = 0
+        self._content_length = None
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        # uvicorn's on_header, plus the count, the size and Content-Length (the
+        # pin test in tests/unit/test_uvicorn_pin.py watches the original).
         self._header_count += 1
         self._head_size += len(name) + len(value) + 4
-        if self._header_count <= self.limits.max_headers:  # past it the head is refused
-            super().on_header(name, value)
+        if self._header_count > self.limits.max_headers:
+            return  # the head is refused when it ends; nothing more is stored
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        elif name == b"content-length":
+            self._content_length = value
+        self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        # From here the deadline is the body's: it must arrive whole within the header
+        # timeout (one that trickles in, or never comes, would hold a request slot).
         self._in_head = False
-        self._in_body = True
-        # From here the deadline is the body's: it may not pause for longer than the
-        # header timeout (a body that trickles in holds a request slot).
-        self._head_deadline = self.loop.time() + self.limits.header_timeout
-        length = None
-        for name, value in self.headers:
-            if name == b"content-length":
-                length = value
-        status = head_refusal(self.limits, head_bytes=len(self.url) + self._head_size,
-                              header_count=self._header_count, content_length=length)
+        limits = self.limits
+        self._head_deadline = self.loop.time() + limits.header_timeout
+        if (self._content_length is None and self._header_count <= limits.max_headers
+                and self._head_size + len(self.url) <= limits.max_head_bytes):
+            super().on_headers_complete()
+            return
+        status = head_refusal(limits, head_bytes=len(self.url) + self._head_size,
+                              header_count=self._header_count,
+                              content_length=self._content_length)
         if status is None:
             super().on_headers_complete()
+            return
+        if self.parser.should_upgrade():  # no request cycle for an upgrade: refuse here
+            self._abort(status)
             return
         # Answer in turn (after any pipelined requests before it), then close: what
         # follows on this connection is not read.
@@ -272,11 +321,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self._body_bytes > self.limits.max_body_bytes:
             self._body_too_large()
             return
-        self._head_deadline = self.loop.time() + self.limits.header_timeout
         super().on_body(body)
 
     def on_message_complete(self) -> None:
-        self._in_body = False
         self._head_deadline = 0.0
         if not self._stopped:
             super().on_message_complete()
@@ -297,7 +344,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if self._held:
             self._resume_held()
 
     # Timers ---------------------------------------------------------------------

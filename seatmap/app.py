@@ -23,7 +23,7 @@ from core.dependency import background_redis, request_redis_for
 from core.metrics import metrics_endpoint
 from core.openapi import openapi_endpoint
 from core.origins import public_origins
-from core.problems import Problem, http_exception_handler, problem_handler
+from core.problems import http_exception_handler
 from core.security import install as install_security
 from seatmap.bus import Bus
 from seatmap.cdc import Consumer
@@ -125,7 +125,7 @@ def seatmap_lifespan(settings: Settings, seatmap: SeatmapSettings, metrics: Seat
 def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
                       gate: Gate = allow_all) -> Starlette:
     """Any number of these: each reads an event's stream once for all its sockets."""
-    from core.app import internal_error  # a dependency failure no route caught: its 503
+    from core.app import error_handlers  # a dependency failure no route caught: its 503
 
     metrics = SeatmapMetrics()
 
@@ -135,8 +135,7 @@ def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
     app = Starlette(
         routes=[*seatmap_routes(), Route("/metrics", metrics_endpoint),
                 Route("/healthz", healthz), Route("/openapi.json", openapi_endpoint)],
-        exception_handlers={Problem: problem_handler, HTTPException: http_exception_handler,
-                            Exception: internal_error},
+        exception_handlers=error_handlers(),
         lifespan=seatmap_lifespan(settings, seatmap, metrics, gate=gate),
     )
     install_security(app, settings)  # origin check and headers (docs/security.md)

@@ -17,7 +17,8 @@ CLOSE_TOO_BIG = 1009    # a message over ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES
 CLOSE_EXPIRED = 4401    # the admission token expired, or the shopping session ended
 CLOSE_REVOKED = 4403    # the account entered the sale on another device
 
-_CLOSE_BY_CODE = {"admission_expired": CLOSE_EXPIRED, "admission_revoked": CLOSE_REVOKED}
+_CLOSE_BY_CODE = {"admission_expired": CLOSE_EXPIRED, "admission_revoked": CLOSE_REVOKED,
+                  "authentication_required": CLOSE_EXPIRED}  # signed out
 
 
 class Admitted(Protocol):

@@ -5,9 +5,11 @@ a clean audit."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ LIMITS = {
 class Core:
     def __init__(self, db_url: str, redis_url: str, **limits: str) -> None:
         self.port = free_port()
+        self.db_url = db_url
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
                "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN,
@@ -49,12 +52,20 @@ class Core:
     def connect(self) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.port), timeout=10)
 
+    def audit(self) -> None:
+        """``onsale audit`` on the database: nothing was lost or half-written."""
+        done = subprocess.run([ONSALE, "audit"], env={**os.environ, "DATABASE_URL": self.db_url},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
     def legit(self) -> None:
-        """An ordinary request on a new connection still succeeds (database included)."""
+        """An ordinary request on a new connection still succeeds (database included),
+        nothing was logged as an error, and the audit is clean."""
         r = httpx.get(f"{self.url}/readyz", timeout=5)
         assert r.status_code == 200, r.text
         logged = "".join(self.process.output)
         assert "Traceback" not in logged and "ERROR" not in logged, logged[-3000:]
+        self.audit()
 
 
 @pytest.fixture
@@ -131,6 +142,9 @@ async def test_a_pipelining_flood_is_served_in_turn_without_growing_memory(
     assert not errors, errors
     assert answered[0] == count  # every request answered, in order
     assert peak[0] - before < 50 * 1024, f"RSS grew from {before} to {peak[0]} KiB"
+    await asyncio.sleep(1)
+    after = core.rss_kib()
+    assert after - before < 50 * 1024, f"RSS stayed at {after} KiB (from {before})"
     core.legit()
     await audit_clean(conn)
 

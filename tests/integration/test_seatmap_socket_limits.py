@@ -140,6 +140,26 @@ async def test_a_socket_closes_when_its_admission_is_revoked_or_expires(
             await on_bobs.close()
 
 
+async def test_signing_out_closes_the_socket(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await api.create_event(seats=30)
+        (carol,) = await new_accounts(conn, 1)
+        visitor = Visitor(api, carol, event_id)
+        await visitor.join()
+        assert visitor.token
+        async with seatmap_role(db_url, valkey, redis_client, event_id) as address:
+            socket = await open_socket(address, event_id, _headers(api, carol, visitor.token))
+            await asyncio.sleep(1.5)
+            assert not await socket.closed()  # admitted and signed in: it stays open
+            # Carol signs out (another process: the API's); the seat map notices.
+            await api.app.state.sessions.revoke(api.session_cookie(carol))
+            await eventually(socket.closed, within=10)
+            assert (socket.code, socket.reason) == (CLOSE_EXPIRED, "authentication_required")
+            await socket.close()
+
+
 @pytest.mark.parametrize("protocol_cap", [False, True], ids=["app", "protocol"])
 async def test_a_client_that_sends_too_much_or_too_often_is_closed(
         db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis, conn: Any,

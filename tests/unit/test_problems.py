@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from starlette.exceptions import HTTPException
@@ -156,3 +157,30 @@ def test_no_problem_detail_is_built_from_an_exception_class_name() -> None:
              for text in [path.read_text()]
              for m in pattern.finditer(text)]
     assert found == []
+
+
+async def test_an_outage_no_route_caught_is_its_503_and_is_not_re_raised() -> None:
+    """Answered by the inner exception middleware: nothing reaches the server (which
+    would log a traceback per request)."""
+    import httpx
+    import redis.exceptions
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from core.app import error_handlers
+
+    async def down(request: Any) -> Any:
+        raise redis.exceptions.ConnectionError("gone")
+
+    async def timeout(request: Any) -> Any:
+        raise TimeoutError
+
+    app = Starlette(routes=[Route("/api/holds/x", down), Route("/db", timeout)],
+                    exception_handlers=error_handlers())
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        r = await client.get("/api/holds/x")
+        assert (r.status_code, r.json()["code"]) == (503, "admission_unavailable")
+        assert r.headers["retry-after"] == "1"
+        r = await client.get("/db")
+        assert (r.status_code, r.json()["code"]) == (503, "inventory_unavailable")

@@ -13,6 +13,7 @@ from importlib.metadata import version
 from uvicorn.protocols.http import flow_control, httptools_impl
 
 TESTED = "0.54.0"
+HTTPTOOLS = "0.9.0"
 PROTOCOL = {
     "__init__": "4f08999410347141",
     "connection_made": "6efb565ff3d36b91",
@@ -44,8 +45,9 @@ def digest(obj: object) -> str:
     return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()[:16]  # type: ignore[arg-type]
 
 
-def test_uvicorn_is_the_tested_version() -> None:
+def test_uvicorn_and_httptools_are_the_tested_versions() -> None:
     assert version("uvicorn") == TESTED
+    assert version("httptools") == HTTPTOOLS
 
 
 def test_pyproject_pins_the_tested_version() -> None:
@@ -53,6 +55,7 @@ def test_pyproject_pins_the_tested_version() -> None:
 
     text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert f'"uvicorn[standard]=={TESTED}"' in text
+    assert f'"httptools=={HTTPTOOLS}"' in text
 
 
 def test_the_protocol_methods_we_build_on_are_unchanged() -> None:
