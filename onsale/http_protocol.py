@@ -110,7 +110,9 @@ class HeldFlow(FlowControl):
 
     def resume_reading(self) -> None:
         protocol = self._protocol
-        if not (protocol._held or protocol._stopped):
+        if protocol._held:  # a response ended or a request reads on: parse what was held
+            protocol.loop.call_soon(protocol._resume_held)
+        elif not protocol._stopped:
             super().resume_reading()
 
 
@@ -254,7 +256,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         return not self._stopped
 
     def _resume_held(self) -> None:
-        if (not self.transport.is_closing() and not self._stopped
+        if (self._held and not self.transport.is_closing() and not self._stopped
                 and len(self.pipeline) < self.limits.max_pipelined):
             data = bytes(self._held)
             self._held.clear()
@@ -339,13 +341,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if answer:
             self.transport.write(refusal_bytes(413, REASONS[413]))
         self.transport.close()
-
-    # Responses ------------------------------------------------------------------
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self._held:
-            self._resume_held()
 
     # Timers ---------------------------------------------------------------------
     # A head's deadline is a number on the connection, looked at once a second by one
