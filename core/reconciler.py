@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from core.db import queries
+from core.dependency import is_outage
 from core.metrics import Metrics
 from core.payment_rules import AUTHORIZE, VOID, Outcome, after_lookup
 from core.payments import Payments
@@ -109,8 +110,9 @@ async def run_reconciler(payments: Payments, interval: float) -> None:
             await update_backlog(payments, payments.metrics)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             payments.metrics.reconcile_errors.inc()
-            log.exception("reconciler pass failed")
+            if not is_outage(exc):  # an outage: its breaker said so once already
+                log.exception("reconciler pass failed")
         await asyncio.sleep(interval)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.db import queries
+from core.dependency import is_outage
 from core.metrics import Metrics
 
 log = logging.getLogger("onsale.sweeper")
@@ -76,5 +77,6 @@ async def run_sweeper(pool: Any, metrics: Metrics, interval: float, batch: int) 
             raise
         except Exception as exc:  # outages and bugs alike: log, count, keep sweeping
             metrics.sweeper_errors.inc()
-            log.warning("sweep failed: %s", exc)
+            if not is_outage(exc):  # an outage: its breaker said so once already
+                log.warning("sweep failed: %s", exc)
         await asyncio.sleep(interval)

@@ -157,10 +157,20 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
 
     tune_gc()
     tune_malloc()
+    import signal
+
+    def stopped(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # so `onsale dev` stops its embedded servers (finally)
+
+    # uvicorn shuts down cleanly on SIGTERM, then raises the signal again: without this
+    # handler that second one would end the process before the callers' cleanup.
+    previous = signal.signal(signal.SIGTERM, stopped)
     try:
         Server(config).run()
-    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after a clean shutdown
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C (and SIGTERM) after shutdown
         pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
