@@ -121,9 +121,7 @@ async def sign_out(request: Request) -> Response:
     the cookie kept, to retry) if the store cannot be reached."""
     sessions: Sessions = request.app.state.sessions
     await sessions.revoke(sessions.token(request))
-    response = Response(status_code=204)
-    sessions.clear_cookie(response)
-    return response
+    return _signed_out(sessions)
 
 
 async def sign_out_everywhere(request: Request) -> Response:
@@ -131,6 +129,11 @@ async def sign_out_everywhere(request: Request) -> Response:
     account_id = await current_account(request)
     sessions: Sessions = request.app.state.sessions
     await sessions.revoke_all(account_id)
+    return _signed_out(sessions)
+
+
+def _signed_out(sessions: Sessions) -> Response:
+    """204, and the browser told to forget its cookie."""
     response = Response(status_code=204)
     sessions.clear_cookie(response)
     return response

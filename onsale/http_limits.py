@@ -9,26 +9,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 class HttpLimitsError(ValueError):
     """An ``ONSALE_HTTP_*`` value is malformed or out of range."""
 
 
-# (variable, field, default, lowest, highest)
-_INT_SETTINGS: tuple[tuple[str, str, int, int, int], ...] = (
-    ("ONSALE_HTTP_MAX_HEAD_BYTES", "max_head_bytes", 16 * 1024, 1024, 1024 * 1024),
-    ("ONSALE_HTTP_MAX_HEADERS", "max_headers", 100, 8, 1000),
-    ("ONSALE_HTTP_MAX_PIPELINED", "max_pipelined", 4, 1, 64),
-    ("ONSALE_HTTP_MAX_BODY_BYTES", "max_body_bytes", 1024 * 1024, 1024, 1024 * 1024 * 1024),
-    ("ONSALE_HTTP_MAX_CONNECTIONS", "max_connections", 10_000, 1, 1_000_000),
-    ("ONSALE_HTTP_MAX_REQUESTS", "max_requests", 1_000, 1, 1_000_000),
-)
-_FLOAT_SETTINGS: tuple[tuple[str, str, float, float, float], ...] = (
-    ("ONSALE_HTTP_HEADER_TIMEOUT", "header_timeout", 10.0, 0.1, 3600.0),
-    ("ONSALE_HTTP_KEEPALIVE_TIMEOUT", "keepalive_timeout", 5.0, 0.1, 3600.0),
-)
+# The range of each limit; its variable is ONSALE_HTTP_<FIELD>, its default the field's.
+_BOUNDS: dict[str, tuple[int, int] | tuple[float, float]] = {
+    "max_head_bytes": (1024, 1024 * 1024),
+    "max_headers": (8, 1000),
+    "max_pipelined": (1, 64),
+    "max_body_bytes": (1024, 1024 * 1024 * 1024),
+    "max_connections": (1, 1_000_000),
+    "max_requests": (1, 1_000_000),
+    "header_timeout": (0.1, 3600.0),
+    "keepalive_timeout": (0.1, 3600.0),
+}
 
 
 @dataclass(frozen=True)
@@ -44,27 +43,25 @@ class HttpLimits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
-        values: dict[str, int | float] = {}
-        for name, field, default, lo, hi in _INT_SETTINGS:
+        values: dict[str, Any] = {}
+        for field in fields(cls):
+            name = f"ONSALE_HTTP_{field.name.upper()}"
             raw = env.get(name) or ""
+            if not raw:
+                continue
+            lo, hi = _BOUNDS[field.name]
+            seconds = isinstance(lo, float)
             try:
-                value = int(raw) if raw else default
+                value = float(raw) if seconds else int(raw)
             except ValueError:
-                raise HttpLimitsError(f"{name} must be an integer, got {raw!r}") from None
-            if not lo <= value <= hi:
-                raise HttpLimitsError(f"{name} must be between {lo} and {hi}, got {value}")
-            values[field] = value
-        for name, field, fdefault, flo, fhi in _FLOAT_SETTINGS:
-            raw = env.get(name) or ""
-            try:
-                number = float(raw) if raw else fdefault
-            except ValueError:
-                raise HttpLimitsError(f"{name} must be a number of seconds, got {raw!r}") from None
-            if not flo <= number <= fhi:  # NaN fails this too
-                raise HttpLimitsError(f"{name} must be between {flo} and {fhi} seconds, "
-                                      f"got {raw!r}")
-            values[field] = number
-        return cls(**values)  # type: ignore[arg-type]
+                kind = "a number of seconds" if seconds else "an integer"
+                raise HttpLimitsError(f"{name} must be {kind}, got {raw!r}") from None
+            if not lo <= value <= hi:  # NaN fails this too
+                unit = " seconds" if seconds else ""
+                raise HttpLimitsError(f"{name} must be between {lo} and {hi}{unit}, "
+                                      f"got {raw}")
+            values[field.name] = value
+        return cls(**values)
 
 
 def head_refusal(limits: HttpLimits, *, head_bytes: int, header_count: int,
