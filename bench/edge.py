@@ -42,10 +42,10 @@ ADMIN = "bench-admin-token-0123456789"
 async def prepare(db_url: str) -> int:
     import asyncpg
 
-    from core.db import init_connection
-    from core.event_spec import parse_event_spec
-    from core.event_store import create_event
-    from core.migrate import migrate
+    from onsale.core.db import init_connection
+    from onsale.core.event_spec import parse_event_spec
+    from onsale.core.event_store import create_event
+    from onsale.core.migrate import migrate
 
     conn = await asyncpg.connect(db_url)
     await init_connection(conn)
@@ -101,8 +101,8 @@ def session_cookies(redis_url: str, accounts: list[uuid.UUID]) -> dict[uuid.UUID
     signing in does, pipelined) and the Cookie header that carries it."""
     import redis
 
-    from core.session_store import CREATE_LUA, create_args
-    from core.sessions import COOKIE, SessionCodec, SessionRef, new_session_id
+    from onsale.core.session_store import CREATE_LUA, create_args
+    from onsale.core.sessions import COOKIE, SessionCodec, SessionRef, new_session_id
 
     codec = SessionCodec(SECRET, 3600)
     client = redis.Redis.from_url(redis_url)
@@ -148,7 +148,7 @@ async def script_joins(redis_url: str, event_id: int,
     a join, without any Python client cost per call)."""
     from redis.asyncio import Redis
 
-    from edge.queue_store import EventKeys, lua_sources
+    from onsale.edge.queue_store import EventKeys, lua_sources
 
     r = Redis.from_url(redis_url)
     sha = await r.script_load(lua_sources()["join"])
@@ -213,7 +213,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=64)
     args = p.parse_args()
 
-    from edge.tokens import Ticket, TicketCodec, admission_keys
+    from onsale.edge.tokens import Ticket, TicketCodec, admission_keys
     from onsale.embedded import free_port, start_postgres, start_valkey
 
     base = Path(tempfile.mkdtemp(prefix="onsale-bench-edge-"))

@@ -190,8 +190,8 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
 async def audit(url: str) -> int:
     import asyncpg
 
-    from core.audit import format_report, run_audit, violations
-    from core.db import init_connection
+    from onsale.core.audit import format_report, run_audit, violations
+    from onsale.core.db import init_connection
 
     conn = await asyncpg.connect(url)
     await init_connection(conn)

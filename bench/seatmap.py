@@ -171,10 +171,10 @@ def generator(ports: list[int], event_id: int, since: str, n: int, seconds: floa
 async def prepare(db_url: str, seats: int) -> int:
     import asyncpg
 
-    from core.db import init_connection
-    from core.event_spec import parse_event_spec
-    from core.event_store import create_event
-    from core.migrate import migrate
+    from onsale.core.db import init_connection
+    from onsale.core.event_spec import parse_event_spec
+    from onsale.core.event_store import create_event
+    from onsale.core.migrate import migrate
 
     conn = await asyncpg.connect(db_url)
     await init_connection(conn)
@@ -275,8 +275,8 @@ def http_snapshot(port: int, event_id: int) -> tuple[str, int, int]:
 def realistic_snapshot_sizes(seats: int) -> tuple[int, int]:
     """A mid-sale map: 30 % sold, 5 % in payment, 15 % held in groups of 1-6 with expiries
     over five minutes, the rest available."""
-    from seatmap.snapshot import AVAILABLE, HELD, PAYMENT_PENDING, SOLD, SeatMap, encode
-    from seatmap.snapshot import encode_gzip as gz
+    from onsale.seatmap.snapshot import AVAILABLE, HELD, PAYMENT_PENDING, SOLD, SeatMap, encode
+    from onsale.seatmap.snapshot import encode_gzip as gz
 
     rng = random.Random(3)
     m = SeatMap(1, 1)

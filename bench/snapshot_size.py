@@ -33,7 +33,7 @@ from pathlib import Path
 # seatmap.py would shadow the seatmap package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seatmap.snapshot import (
+from onsale.seatmap.snapshot import (
     AVAILABLE,
     BLOCKED,
     HELD,

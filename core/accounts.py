@@ -17,14 +17,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.db import Database, queries
-from core.inputs import json_object
-from core.password_pool import PasswordPool
-from core.passwords import Checked, check_password, dummy_hash, hash_password
-from core.problems import Problem
-from core.sessions import Sessions, current_account
-from core.signin_throttle import SigninThrottle
-from core.timefmt import utc_iso
+from onsale.core.db import Database, queries
+from onsale.core.inputs import json_object
+from onsale.core.password_pool import PasswordPool
+from onsale.core.passwords import Checked, check_password, dummy_hash, hash_password
+from onsale.core.problems import Problem
+from onsale.core.sessions import Sessions, current_account
+from onsale.core.signin_throttle import SigninThrottle
+from onsale.core.timefmt import utc_iso
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 MIN_PASSWORD = 8

@@ -9,9 +9,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.metrics import Metrics
-from core.outbox_relay import DEFAULT_RETENTION_SECONDS, DEFAULT_STREAM_MAXLEN, run_relay
-from core.tickets import run_ticket_consumer
+from onsale.core.metrics import Metrics
+from onsale.core.outbox_relay import DEFAULT_RETENTION_SECONDS, DEFAULT_STREAM_MAXLEN, run_relay
+from onsale.core.tickets import run_ticket_consumer
 
 
 async def start_background(

@@ -12,10 +12,10 @@ from typing import Any
 
 import asyncpg
 
-from core.breaker import Breaker
-from core.config import Settings
-from core.dependency import Dependency, DependencyUnavailable
-from core.problems import Problem
+from onsale.core.breaker import Breaker
+from onsale.core.config import Settings
+from onsale.core.dependency import Dependency, DependencyUnavailable
+from onsale.core.problems import Problem
 
 SQL_DIR = Path(__file__).parent / "sql"
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core.layout import DEFAULT_TIERS
-from core.problems import Problem
+from onsale.core.layout import DEFAULT_TIERS
+from onsale.core.problems import Problem
 
 MAX_SEATS = 500_000
 # Prices are paid through a card provider: at least one minor unit (free

@@ -7,10 +7,10 @@ import gzip
 import logging
 from typing import Any
 
-from core.db import queries
-from core.event_spec import EventSpec
-from core.layout import generate, venue_document
-from edge.draw import commitment, new_seed
+from onsale.core.db import queries
+from onsale.core.event_spec import EventSpec
+from onsale.core.layout import generate, venue_document
+from onsale.edge.draw import commitment, new_seed
 
 log = logging.getLogger("onsale.events")
 

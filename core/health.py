@@ -22,9 +22,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.db import Database
-from core.dependency import is_outage
-from core.metrics import Metrics
+from onsale.core.db import Database
+from onsale.core.dependency import is_outage
+from onsale.core.metrics import Metrics
 
 HEALTH_KEY = "onsale:health:core"
 WINDOW_SECONDS = 10.0

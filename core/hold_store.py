@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 
-from core.db import UNAVAILABLE, queries
-from core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
-from core.metrics import Metrics
-from core.problems import Problem
+from onsale.core.db import UNAVAILABLE, queries
+from onsale.core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
+from onsale.core.metrics import Metrics
+from onsale.core.problems import Problem
 
 DEADLOCK_RETRIES = 3
 _STATUS_BY_CLASS = {"OS400": 400, "OS404": 404, "OS409": 409}

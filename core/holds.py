@@ -10,14 +10,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.db import Database, queries
-from core.hold_rules import effective_status, parse_hold_request, request_digest
-from core.hold_store import create_hold, problem_from_db
-from core.inputs import idempotency_key, int_path, json_object, parse_uuid
-from core.problems import Problem
-from core.sessions import current_account
-from core.timefmt import utc_iso
-from edge.gate import Gate
+from onsale.core.db import Database, queries
+from onsale.core.hold_rules import effective_status, parse_hold_request, request_digest
+from onsale.core.hold_store import create_hold, problem_from_db
+from onsale.core.inputs import idempotency_key, int_path, json_object, parse_uuid
+from onsale.core.problems import Problem
+from onsale.core.sessions import current_account
+from onsale.core.timefmt import utc_iso
+from onsale.edge.gate import Gate
 
 
 def hold_id_path(request: Request) -> uuid.UUID:

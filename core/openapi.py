@@ -268,7 +268,7 @@ def _with_refusals(paths: dict[str, Any]) -> dict[str, Any]:
 
 def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
     """The document of what an app serves: core, the edge, the seat map, or all (dev)."""
-    from edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
+    from onsale.edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
 
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {"Problem": SCHEMAS["Problem"]}
@@ -279,7 +279,7 @@ def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
         paths.update(EDGE_PATHS)
         schemas.update(EDGE_SCHEMAS)
     if "seatmap" in parts:
-        from seatmap.openapi import SEATMAP_PATHS, SEATMAP_SCHEMAS
+        from onsale.seatmap.openapi import SEATMAP_PATHS, SEATMAP_SCHEMAS
 
         paths.update(SEATMAP_PATHS)
         schemas.update(SEATMAP_SCHEMAS)

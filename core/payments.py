@@ -15,11 +15,11 @@ import signal
 import uuid
 from typing import Any
 
-from core.config import Settings
-from core.db import Database, queries
-from core.metrics import Metrics
-from core.payment_rules import CAPTURE, VOID, Outcome, classify
-from core.psp_client import PspClient
+from onsale.core.config import Settings
+from onsale.core.db import Database, queries
+from onsale.core.metrics import Metrics
+from onsale.core.payment_rules import CAPTURE, VOID, Outcome, classify
+from onsale.core.psp_client import PspClient
 
 log = logging.getLogger("onsale.payments")
 

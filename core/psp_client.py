@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from core.config import ConfigError, Settings
-from core.payment_rules import ProviderAnswer
+from onsale.core.config import ConfigError, Settings
+from onsale.core.payment_rules import ProviderAnswer
 
 log = logging.getLogger("onsale.payments")
 

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from core.db import queries
-from core.dependency import is_outage
-from core.metrics import Metrics
+from onsale.core.db import queries
+from onsale.core.dependency import is_outage
+from onsale.core.metrics import Metrics
 
 log = logging.getLogger("onsale.sweeper")
 IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600

@@ -17,12 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.db import Database, queries
-from core.payment_rules import can_change, webhook_outcomes
-from core.payments import Payments
-from core.problems import Problem
-from core.psp_client import SIMULATOR_HEADER
-from psp.signature import HEADER, SignatureError, verify
+from onsale.core.db import Database, queries
+from onsale.core.payment_rules import can_change, webhook_outcomes
+from onsale.core.payments import Payments
+from onsale.core.problems import Problem
+from onsale.core.psp_client import SIMULATOR_HEADER
+from onsale.psp.signature import HEADER, SignatureError, verify
 
 SIGNATURE_TOLERANCE_SECONDS = 300
 

@@ -18,15 +18,15 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from core.config import Settings
-from core.db import queries
-from edge.admission import RateMeter, admit_budget
-from edge.caches import EventConfig, every
-from edge.controller import Bounds, Decision, Health, Targets, decide
-from edge.draw import draw_order
-from edge.health import HealthSource
-from edge.queue_store import Fenced, QueueStore
-from edge.runtime import Edge
+from onsale.core.config import Settings
+from onsale.core.db import queries
+from onsale.edge.admission import RateMeter, admit_budget
+from onsale.edge.caches import EventConfig, every
+from onsale.edge.controller import Bounds, Decision, Health, Targets, decide
+from onsale.edge.draw import draw_order
+from onsale.edge.health import HealthSource
+from onsale.edge.queue_store import Fenced, QueueStore
+from onsale.edge.runtime import Edge
 
 log = logging.getLogger("onsale.admitter")
 CONTROL_SECONDS = 2.0
@@ -184,7 +184,7 @@ class Admitter:
         async with self.edge.db.slow_connection() as conn:
             secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
             if secret is None:  # no seed committed: nothing to draw by
-                from core.event_store import commit_draw_seed
+                from onsale.core.event_store import commit_draw_seed
 
                 await commit_draw_seed(conn, event_id)
                 secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)

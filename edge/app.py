@@ -12,15 +12,15 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from core.config import ConfigError, Settings
-from core.db import Database, create_pool
-from core.dependency import background_redis, request_redis_for
-from core.security import install as install_security
-from core.session_store import SessionStore
-from core.sessions import Sessions, build_sessions
-from edge import ops, ops_dashboard, routes
-from edge.pow import RiskHook, no_risk
-from edge.runtime import build_edge, start_edge, stop_edge
+from onsale.core.config import ConfigError, Settings
+from onsale.core.db import Database, create_pool
+from onsale.core.dependency import background_redis, request_redis_for
+from onsale.core.security import install as install_security
+from onsale.core.session_store import SessionStore
+from onsale.core.sessions import Sessions, build_sessions
+from onsale.edge import ops, ops_dashboard, routes
+from onsale.edge.pow import RiskHook, no_risk
+from onsale.edge.runtime import build_edge, start_edge, stop_edge
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
 
@@ -76,8 +76,8 @@ def edge_lifespan(settings: Settings, *, admitter: bool, risk: RiskHook = no_ris
 
 def build_edge_app(settings: Settings, *, admitter: bool = True,
                    risk: RiskHook = no_risk) -> Starlette:
-    from core.app import error_handlers, healthz
-    from core.openapi import openapi_endpoint
+    from onsale.core.app import error_handlers, healthz
+    from onsale.core.openapi import openapi_endpoint
 
     app = Starlette(
         routes=[*edge_routes(), Route("/healthz", healthz, methods=["GET"]),

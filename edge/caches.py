@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from core.db import Database, queries
-from core.dependency import is_outage
-from edge.queue_store import QueueStore
+from onsale.core.db import Database, queries
+from onsale.core.dependency import is_outage
+from onsale.edge.queue_store import QueueStore
 
 log = logging.getLogger("onsale.edge")
 

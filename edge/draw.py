@@ -7,7 +7,7 @@ ties, which do not happen in practice, by the id itself) and given places 1..n
 in that order. After the draw the seed and the participant ids are published,
 so anyone can check the commitment and recompute the order:
 
-    python -m edge.draw draw.json          # the document GET .../queue/draw returns
+    python -m onsale.edge.draw draw.json          # the document GET .../queue/draw returns
 
 prints the order and exits 1 if the seed does not match its commitment or
 the recomputed order differs from the published one.
@@ -85,7 +85,7 @@ def merge_pages(pages: list[dict[str, object]]) -> tuple[dict[str, object], list
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m edge.draw DRAW_JSON_FILE... (every page; - for stdin)",
+        print("usage: python -m onsale.edge.draw DRAW_JSON_FILE... (every page; - for stdin)",
               file=sys.stderr)
         return 2
     pages = [json.loads(sys.stdin.read() if a == "-" else Path(a).read_text()) for a in args]

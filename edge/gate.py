@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 from starlette.requests import HTTPConnection
 
-from core.problems import Problem
-from edge.caches import Marks, every
-from edge.queue_store import ADMISSION_STORE_DOWN, QueueStore
-from edge.tokens import (
+from onsale.core.problems import Problem
+from onsale.edge.caches import Marks, every
+from onsale.edge.queue_store import ADMISSION_STORE_DOWN, QueueStore
+from onsale.edge.tokens import (
     ADMISSION_COOKIE,
     ADMISSION_HEADER,
     Admission,

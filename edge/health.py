@@ -9,8 +9,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.health import HEALTH_KEY
-from edge.controller import Health
+from onsale.core.health import HEALTH_KEY
+from onsale.edge.controller import Health
 
 FRESH_SECONDS = 5.0
 FORGET_SECONDS = 3600.0

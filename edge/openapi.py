@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.openapi import _EVENT, _QUEUE_SETTINGS, _json, _problem
-from edge.ops_dashboard import OPS_PATHS, OPS_SCHEMAS
+from onsale.core.openapi import _EVENT, _QUEUE_SETTINGS, _json, _problem
+from onsale.edge.ops_dashboard import OPS_PATHS, OPS_SCHEMAS
 
 _ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
 _TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,

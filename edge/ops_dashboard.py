@@ -26,22 +26,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.audit import run_audit
-from core.db import queries
-from core.dependency import describe
-from core.health import HEALTH_KEY
-from core.inputs import int_path, json_object
-from core.openapi import _EVENT, _json, _problem
-from core.problems import Problem
-from core.sessions import require_admin
-from core.timefmt import utc_iso
-from edge.fairness import FairnessInputError, compare, parse_scenario
-from edge.health import FRESH_SECONDS, fold
-from edge.ops import queue_doc
-from edge.runtime import Edge
-from seatmap.bus import ALIVE
-from seatmap.config import SeatmapSettings
-from seatmap.queries import queries as seatmap_queries
+from onsale.core.audit import run_audit
+from onsale.core.db import queries
+from onsale.core.dependency import describe
+from onsale.core.health import HEALTH_KEY
+from onsale.core.inputs import int_path, json_object
+from onsale.core.openapi import _EVENT, _json, _problem
+from onsale.core.problems import Problem
+from onsale.core.sessions import require_admin
+from onsale.core.timefmt import utc_iso
+from onsale.edge.fairness import FairnessInputError, compare, parse_scenario
+from onsale.edge.health import FRESH_SECONDS, fold
+from onsale.edge.ops import queue_doc
+from onsale.edge.runtime import Edge
+from onsale.seatmap.bus import ALIVE
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.queries import queries as seatmap_queries
 
 DASHBOARD_TTL = 1.0
 AUDIT_TTL = 30.0

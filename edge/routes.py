@@ -19,19 +19,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.cookies import settings_cookie_policy
-from core.db import queries
-from core.inputs import int_path, json_object, parse_id
-from core.problems import Problem
-from core.sessions import current_account, signed_account
-from core.timefmt import utc_iso
-from edge.admission import eta_seconds, poll_after, position
-from edge.caches import EventConfig, Status
-from edge.limits import RateLimiter, retry_after
-from edge.pow import PowVerdict, RiskFacts, required_difficulty
-from edge.queue_store import QUEUE_STORE_DOWN
-from edge.runtime import Edge
-from edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
+from onsale.core.cookies import settings_cookie_policy
+from onsale.core.db import queries
+from onsale.core.inputs import int_path, json_object, parse_id
+from onsale.core.problems import Problem
+from onsale.core.sessions import current_account, signed_account
+from onsale.core.timefmt import utc_iso
+from onsale.edge.admission import eta_seconds, poll_after, position
+from onsale.edge.caches import EventConfig, Status
+from onsale.edge.limits import RateLimiter, retry_after
+from onsale.edge.pow import PowVerdict, RiskFacts, required_difficulty
+from onsale.edge.queue_store import QUEUE_STORE_DOWN
+from onsale.edge.runtime import Edge
+from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 
 TICKET_HEADER = "queue-ticket"
 PAUSED_STATES = ("paused", "unhealthy")
@@ -318,7 +318,7 @@ async def draw(request: Request) -> Response:
                  if more else None),
         "participants": None if count is None else [str(p) for p in participants or ()],
         "method": "place i = i-th participant sorted by HMAC-SHA256(key=seed, msg=id), hex "
-                  "ascending; check sha256(seed) == commitment (python -m edge.draw)",
+                  "ascending; check sha256(seed) == commitment (python -m onsale.edge.draw)",
     }, headers={"Cache-Control": "public, max-age=60" if row["draw_seed"] else "no-store"})
 
 

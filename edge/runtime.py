@@ -10,15 +10,15 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.config import Settings
-from core.cookies import settings_cookie_policy
-from core.db import Database
-from edge.caches import EventConfigs, Marks, StatusCache, every
-from edge.gate import Gate
-from edge.limits import RateLimiter
-from edge.pow import PowCodec, RiskHook, no_risk
-from edge.queue_store import QueueStore
-from edge.tokens import AdmissionCodec, TicketCodec, admission_keys
+from onsale.core.config import Settings
+from onsale.core.cookies import settings_cookie_policy
+from onsale.core.db import Database
+from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
+from onsale.edge.gate import Gate
+from onsale.edge.limits import RateLimiter
+from onsale.edge.pow import PowCodec, RiskHook, no_risk
+from onsale.edge.queue_store import QueueStore
+from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 
 
 def _per_minute(limit: int) -> RateLimiter:
@@ -73,7 +73,7 @@ def build_edge(settings: Settings, db: Database, redis: Redis, *,
 
 def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None:
     """``bulk``: a background Redis client for the admitter's draw (large replies)."""
-    from edge.admitter import Admitter
+    from onsale.edge.admitter import Admitter
 
     edge.tasks += [
         asyncio.create_task(every(0.25, edge.status.refresh, "status refresh"),
@@ -90,7 +90,7 @@ def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None
 
 
 async def stop_edge(edge: Edge) -> None:
-    from core.background import stop_background
+    from onsale.core.background import stop_background
 
     await stop_background(edge.tasks)
     edge.tasks.clear()

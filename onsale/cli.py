@@ -15,12 +15,12 @@ from typing import Any
 
 import asyncpg
 
-from core.audit import format_report, run_audit, violations
-from core.config import ConfigError, Settings, env_int
-from core.db import init_connection, queries
-from core.event_spec import EventSpec, parse_event_spec
-from core.event_store import create_event
-from core.migrate import MigrationError, migrate
+from onsale.core.audit import format_report, run_audit, violations
+from onsale.core.config import ConfigError, Settings, env_int
+from onsale.core.db import init_connection, queries
+from onsale.core.event_spec import EventSpec, parse_event_spec
+from onsale.core.event_store import create_event
+from onsale.core.migrate import MigrationError, migrate
 from onsale.embedded import (
     EmbeddedError,
     EmbeddedPostgres,
@@ -238,7 +238,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings = Settings.from_env(require_secrets=args.role not in SECRETLESS_ROLES)
         HttpLimits.from_env(os.environ)
         if args.role in PROVIDER_ROLES:  # never the simulator by accident
-            from core.psp_client import check_provider
+            from onsale.core.psp_client import check_provider
 
             warning = check_provider(settings)
             if warning:
@@ -281,7 +281,7 @@ def cmd_event_create(args: argparse.Namespace) -> int:
         value = getattr(args, field)
         if value is not None:
             body[field] = value
-    from core.problems import Problem
+    from onsale.core.problems import Problem
 
     try:
         with database_url() as url:
@@ -350,7 +350,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["psp"]:
-        from psp.cli import main as psp_main
+        from onsale.psp.cli import main as psp_main
 
         return psp_main(argv[1:])
     args = parser().parse_args(argv)

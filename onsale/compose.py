@@ -11,22 +11,22 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
-from core.app import build_core_app, build_payments, healthz
-from core.background import start_background, stop_background
-from core.config import Settings
-from core.db import Database, create_pool
-from core.dependency import background_redis
-from core.metrics import Metrics, metrics_endpoint
-from core.problems import http_exception_handler
-from core.reconciler import run_reconciler
-from core.sweeper import run_sweeper
-from edge.app import build_edge_app, mount_edge
-from edge.seatmap_gate import admission_gate
-from edge.seatmap_gate import install as install_admission_gate
-from seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
-from seatmap.config import SeatmapSettings
-from web.page_errors import install as install_page_errors
-from web.pages import page_routes
+from onsale.core.app import build_core_app, build_payments, healthz
+from onsale.core.background import start_background, stop_background
+from onsale.core.config import Settings
+from onsale.core.db import Database, create_pool
+from onsale.core.dependency import background_redis
+from onsale.core.metrics import Metrics, metrics_endpoint
+from onsale.core.problems import http_exception_handler
+from onsale.core.reconciler import run_reconciler
+from onsale.core.sweeper import run_sweeper
+from onsale.edge.app import build_edge_app, mount_edge
+from onsale.edge.seatmap_gate import admission_gate
+from onsale.edge.seatmap_gate import install as install_admission_gate
+from onsale.seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
+from onsale.seatmap.config import SeatmapSettings
+from onsale.web.page_errors import install as install_page_errors
+from onsale.web.pages import page_routes
 
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
 SECRETLESS_ROLES = ("worker", "cdc")  # they sign and verify nothing
@@ -150,7 +150,7 @@ def app_from_env() -> Starlette:
     role = os.environ.get("ONSALE_ROLE", "core")
     settings = Settings.from_env(require_secrets=role not in SECRETLESS_ROLES)
     if role in ("core", "worker"):
-        from core.psp_client import check_provider
+        from onsale.core.psp_client import check_provider
 
         check_provider(settings)  # ConfigError against the simulator (docs/security.md)
     return build_app(role, settings)

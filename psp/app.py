@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from psp import errors, events, faults, idempotency, pages, params
-from psp.config import PspConfig
-from psp.errors import ApiError
-from psp.faults import FaultState
-from psp.middleware import FaultMiddleware, SimulatorHeader
-from psp.service import Reply, Service
-from psp.store import Store
-from psp.webhooks import Dispatcher, poster
+from onsale.psp import errors, events, faults, idempotency, pages, params
+from onsale.psp.config import PspConfig
+from onsale.psp.errors import ApiError
+from onsale.psp.faults import FaultState
+from onsale.psp.middleware import FaultMiddleware, SimulatorHeader
+from onsale.psp.service import Reply, Service
+from onsale.psp.store import Store
+from onsale.psp.webhooks import Dispatcher, poster
 
 log = logging.getLogger("psp")
 SEARCH_LIMIT = 100

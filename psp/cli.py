@@ -12,7 +12,7 @@ from typing import Any
 
 from onsale.http_limits import HttpLimits, HttpLimitsError
 from onsale.http_server import uvicorn_config
-from psp.config import DEFAULT_PORT, PspConfig, PspConfigError
+from onsale.psp.config import DEFAULT_PORT, PspConfig, PspConfigError
 
 
 class _Stopped(Exception):
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PspConfigError, HttpLimitsError) as exc:
         print(f"onsale psp: {exc}", file=sys.stderr)
         return 2
-    from psp.app import build_psp_app
+    from onsale.psp.app import build_psp_app
 
     serve(build_psp_app(config), args.host, args.port,
           f"onsale psp: serving on http://{args.host}:{args.port}/")

@@ -7,7 +7,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from psp import errors
+from onsale.psp import errors
 
 Op = Literal["authorize", "capture", "cancel", "retrieve", "search"]
 OPS: tuple[str, ...] = ("authorize", "capture", "cancel", "retrieve", "search", "*")

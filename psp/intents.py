@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from psp import cards
+from onsale.psp import cards
 
 Status = Literal["requires_payment_method", "requires_action", "requires_capture",
                  "succeeded", "canceled"]

@@ -17,8 +17,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from psp import errors, faults
-from psp.faults import FaultState
+from onsale.psp import errors, faults
+from onsale.psp.faults import FaultState
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

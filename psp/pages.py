@@ -7,7 +7,7 @@ import hashlib
 from html import escape
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from psp.intents import PaymentIntent
+from onsale.psp.intents import PaymentIntent
 
 _STYLE = ("body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}"
           "button{font:inherit;padding:.5rem 1rem;margin:.25rem .5rem .25rem 0}")

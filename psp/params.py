@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from psp import cards, errors
+from onsale.psp import cards, errors
 
 MAX_AMOUNT = 99_999_999
 CURRENCIES = frozenset({"usd"})

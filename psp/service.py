@@ -9,12 +9,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from psp import errors, events, idempotency, intents
-from psp.config import PspConfig
-from psp.idempotency import Conflict, InProgress, Replay
-from psp.intents import PaymentIntent, Transition
-from psp.params import CreateParams
-from psp.store import Store
+from onsale.psp import errors, events, idempotency, intents
+from onsale.psp.config import PspConfig
+from onsale.psp.idempotency import Conflict, InProgress, Replay
+from onsale.psp.intents import PaymentIntent, Transition
+from onsale.psp.params import CreateParams
+from onsale.psp.store import Store
 
 Clock = Callable[[], float]
 Outcome = tuple[int, dict[str, Any]]

@@ -2,7 +2,7 @@
 
 Pure functions; the core imports :func:`verify` to check deliveries::
 
-    from psp.signature import SignatureError, verify
+    from onsale.psp.signature import SignatureError, verify
 
     try:
         verify(secret, raw_body, request.headers["Psp-Signature"], now=time.time())

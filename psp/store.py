@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from psp import intents, params
-from psp.idempotency import StoredKey
-from psp.intents import PaymentIntent
+from onsale.psp import intents, params
+from onsale.psp.idempotency import StoredKey
+from onsale.psp.intents import PaymentIntent
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS intents (

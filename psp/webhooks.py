@@ -15,12 +15,12 @@ from typing import Protocol
 
 import httpx
 
-from psp import faults, signature
-from psp.config import PspConfig
-from psp.faults import WebhookFaults
-from psp.http_post import Poster
-from psp.middleware import SIMULATOR_HEADER
-from psp.store import QueuedEvent, Store
+from onsale.psp import faults, signature
+from onsale.psp.config import PspConfig
+from onsale.psp.faults import WebhookFaults
+from onsale.psp.http_post import Poster
+from onsale.psp.middleware import SIMULATOR_HEADER
+from onsale.psp.store import QueuedEvent, Store
 
 log = logging.getLogger("psp.webhooks")
 MAX_IN_FLIGHT = 128

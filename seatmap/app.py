@@ -16,21 +16,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.background import stop_background
-from core.config import ConfigError, Settings
-from core.db import Database, create_pool
-from core.dependency import background_redis, request_redis_for
-from core.metrics import metrics_endpoint
-from core.openapi import openapi_endpoint
-from core.origins import public_origins
-from core.problems import http_exception_handler
-from core.security import install as install_security
-from seatmap.bus import Bus
-from seatmap.cdc import Consumer
-from seatmap.config import SeatmapSettings
-from seatmap.hub import Hub
-from seatmap.metrics import SeatmapMetrics
-from seatmap.routes import Gate, Seatmap, allow_all, seatmap_routes
+from onsale.core.background import stop_background
+from onsale.core.config import ConfigError, Settings
+from onsale.core.db import Database, create_pool
+from onsale.core.dependency import background_redis, request_redis_for
+from onsale.core.metrics import metrics_endpoint
+from onsale.core.openapi import openapi_endpoint
+from onsale.core.origins import public_origins
+from onsale.core.problems import http_exception_handler
+from onsale.core.security import install as install_security
+from onsale.seatmap.bus import Bus
+from onsale.seatmap.cdc import Consumer
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.hub import Hub
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.routes import Gate, Seatmap, allow_all, seatmap_routes
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
 READ_SOCKET_TIMEOUT = 5.0  # > the hub's XREAD block (2 s)
@@ -125,7 +125,7 @@ def seatmap_lifespan(settings: Settings, seatmap: SeatmapSettings, metrics: Seat
 def build_seatmap_app(settings: Settings, seatmap: SeatmapSettings, *,
                       gate: Gate = allow_all) -> Starlette:
     """Any number of these: each reads an event's stream once for all its sockets."""
-    from core.app import error_handlers  # a dependency failure no route caught: its 503
+    from onsale.core.app import error_handlers  # a dependency failure no route caught: its 503
 
     metrics = SeatmapMetrics()
 

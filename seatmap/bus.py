@@ -24,9 +24,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from seatmap.pgoutput import format_lsn
-from seatmap.sequencer import Entry, parse_stream_entry, replay, stream_fields, stream_id
-from seatmap.snapshot import SeatMap, decode, encode_gzip
+from onsale.seatmap.pgoutput import format_lsn
+from onsale.seatmap.sequencer import Entry, parse_stream_entry, replay, stream_fields, stream_id
+from onsale.seatmap.snapshot import SeatMap, decode, encode_gzip
 
 PREFIX = "onsale:seatmap"
 VERSIONS = f"{PREFIX}:versions"

@@ -30,15 +30,15 @@ from typing import Any
 import asyncpg
 from redis.asyncio import Redis
 
-from core.outbox_relay import backoff
-from seatmap import replication
-from seatmap.bus import ALIVE, Bus, Fenced, Gap
-from seatmap.config import SeatmapSettings
-from seatmap.metrics import SeatmapMetrics
-from seatmap.pgoutput import decode
-from seatmap.queries import queries
-from seatmap.sequencer import Entry, Heartbeat, Rebuild, Sequencer
-from seatmap.snapshot import SeatMap
+from onsale.core.outbox_relay import backoff
+from onsale.seatmap import replication
+from onsale.seatmap.bus import ALIVE, Bus, Fenced, Gap
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.pgoutput import decode
+from onsale.seatmap.queries import queries
+from onsale.seatmap.sequencer import Entry, Heartbeat, Rebuild, Sequencer
+from onsale.seatmap.snapshot import SeatMap
 
 log = logging.getLogger("onsale.seatmap.cdc")
 BATCH = 5000  # messages per publish at most

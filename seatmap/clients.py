@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from starlette.websockets import WebSocket
 
-from seatmap.config import SeatmapSettings
-from seatmap.sequencer import control_frame
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.sequencer import control_frame
 
 CLOSE_RELOAD = 4000  # close code after a reload message
 ABORT_AFTER_SECONDS = 10.0  # a cut-off client that does not even read its close

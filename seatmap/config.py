@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.config import ConfigError, env_int
-from seatmap.queries import identifier
+from onsale.core.config import ConfigError, env_int
+from onsale.seatmap.queries import identifier
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from seatmap.bus import ALIVE, Bus, stream_key
-from seatmap.clients import Client, Outgoing
-from seatmap.config import SeatmapSettings
-from seatmap.metrics import SeatmapMetrics
-from seatmap.pgoutput import format_lsn
-from seatmap.sequencer import (
+from onsale.seatmap.bus import ALIVE, Bus, stream_key
+from onsale.seatmap.clients import Client, Outgoing
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.pgoutput import format_lsn
+from onsale.seatmap.sequencer import (
     Entry,
     coalesce,
     control_frame,
@@ -36,8 +36,8 @@ from seatmap.sequencer import (
     parse_stream_entry,
     replay,
 )
-from seatmap.snapshot import SeatMap, encode_gzip
-from seatmap.sockets import AccountSockets, Admitted, close_for, expired
+from onsale.seatmap.snapshot import SeatMap, encode_gzip
+from onsale.seatmap.sockets import AccountSockets, Admitted, close_for, expired
 
 log = logging.getLogger("onsale.seatmap.hub")
 IDLE_CHANNEL_SECONDS = 60.0

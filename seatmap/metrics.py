@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from core.metrics import LATENCY_BUCKETS
+from onsale.core.metrics import LATENCY_BUCKETS
 
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost", "missing")
 

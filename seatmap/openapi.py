@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.openapi import _EVENT, _json, _problem
+from onsale.core.openapi import _EVENT, _json, _problem
 
 SEATMAP_PATHS: dict[str, dict[str, Any]] = {
     "/api/events/{event_id}/seatmap": {"get": {

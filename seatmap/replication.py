@@ -16,12 +16,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from seatmap.bus import Bus
-from seatmap.config import SeatmapSettings
-from seatmap.metrics import SeatmapMetrics
-from seatmap.pgoutput import parse_lsn
-from seatmap.queries import queries
-from seatmap.snapshot import SeatMap, visible
+from onsale.seatmap.bus import Bus
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.pgoutput import parse_lsn
+from onsale.seatmap.queries import queries
+from onsale.seatmap.snapshot import SeatMap, visible
 
 log = logging.getLogger("onsale.seatmap.cdc")
 _SNAPSHOT_NAME = re.compile(r"[0-9A-Fa-f-]+")

@@ -30,18 +30,18 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from core.db import Database
-from core.inputs import accepts_gzip, etag_matches, parse_id
-from core.problems import Problem, ProblemResponse
-from seatmap.bus import Bus
-from seatmap.clients import Client, DirectClient, make_client
-from seatmap.config import SeatmapSettings
-from seatmap.hub import Hub
-from seatmap.pgoutput import format_lsn, parse_lsn
-from seatmap.queries import queries
-from seatmap.sequencer import control_frame
-from seatmap.snapshot import SeatMap, encode, visible
-from seatmap.sockets import Admitted, Inbound, origin_allowed
+from onsale.core.db import Database
+from onsale.core.inputs import accepts_gzip, etag_matches, parse_id
+from onsale.core.problems import Problem, ProblemResponse
+from onsale.seatmap.bus import Bus
+from onsale.seatmap.clients import Client, DirectClient, make_client
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.hub import Hub
+from onsale.seatmap.pgoutput import format_lsn, parse_lsn
+from onsale.seatmap.queries import queries
+from onsale.seatmap.sequencer import control_frame
+from onsale.seatmap.snapshot import SeatMap, encode, visible
+from onsale.seatmap.sockets import Admitted, Inbound, origin_allowed
 
 # Refuses with a ``Problem``; an admitted socket is watched through what it returns
 # (None: nothing to watch, e.g. the default gate).

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from seatmap.pgoutput import (
+from onsale.seatmap.pgoutput import (
     Begin,
     Commit,
     Delete,
@@ -34,7 +34,7 @@ from seatmap.pgoutput import (
     format_lsn,
     parse_lsn,
 )
-from seatmap.snapshot import BLOCKED, Change, SeatMap, visible
+from onsale.seatmap.snapshot import BLOCKED, Change, SeatMap, visible
 
 TABLE = ("public", "seat_inventory")
 HEARTBEAT_PREFIX = "onsale.seatmap"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from seatmap.pgoutput import format_lsn, parse_lsn
+from onsale.seatmap.pgoutput import format_lsn, parse_lsn
 
 AVAILABLE, HELD, PAYMENT_PENDING, SOLD, BLOCKED = 0, 1, 2, 3, 4
 STATUS_CODES = {"AVAILABLE": AVAILABLE, "HELD": HELD, "PAYMENT_PENDING": PAYMENT_PENDING,

@@ -19,11 +19,11 @@ import httpx
 import pytest
 import redis.asyncio
 
-from core.app import build_core_app
-from core.config import Settings
-from core.db import init_connection
-from core.migrate import migrate
-from edge.app import mount_edge
+from onsale.core.app import build_core_app
+from onsale.core.config import Settings
+from onsale.core.db import init_connection
+from onsale.core.migrate import migrate
+from onsale.edge.app import mount_edge
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
 from tests.sessions_support import mint_cookie
 
@@ -284,7 +284,7 @@ async def hold(client: httpx.AsyncClient, event_id: int, seat_ids: list[int],
 
 
 async def audit_clean(conn: Any) -> None:
-    from core.audit import format_report, run_audit, violations
+    from onsale.core.audit import format_report, run_audit, violations
 
     results = await run_audit(conn)
     assert violations(results) == 0, format_report(results)

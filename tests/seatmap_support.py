@@ -17,13 +17,13 @@ from typing import Any
 import asyncpg
 from redis.asyncio import Redis
 
-from seatmap.app import running_consumer
-from seatmap.bus import Bus, stream_key
-from seatmap.cdc import Consumer
-from seatmap.config import SeatmapSettings
-from seatmap.metrics import SeatmapMetrics
-from seatmap.sequencer import Entry, parse_stream_entry
-from seatmap.snapshot import HELD, SeatMap, visible
+from onsale.seatmap.app import running_consumer
+from onsale.seatmap.bus import Bus, stream_key
+from onsale.seatmap.cdc import Consumer
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.sequencer import Entry, parse_stream_entry
+from onsale.seatmap.snapshot import HELD, SeatMap, visible
 from tests.conftest import make_settings
 
 EVENT_SQL = """INSERT INTO events (name, starts_at, onsale_at, hold_ttl_seconds,
@@ -245,7 +245,7 @@ class Viewer:
         import gzip
         import json
 
-        from seatmap.snapshot import decode
+        from onsale.seatmap.snapshot import decode
 
         if isinstance(raw, bytes):  # any message, gzip-compressed
             raw = gzip.decompress(raw).decode()

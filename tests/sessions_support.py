@@ -15,9 +15,9 @@ import uuid
 
 import redis
 
-from core.config import Settings
-from core.session_store import CREATE_LUA, create_args
-from core.sessions import SessionCodec, SessionRef, new_session_id
+from onsale.core.config import Settings
+from onsale.core.session_store import CREATE_LUA, create_args
+from onsale.core.sessions import SessionCodec, SessionRef, new_session_id
 
 
 def mint_cookie(settings: Settings, account: uuid.UUID) -> str:

@@ -18,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from core.db import Database, queries
-from core.inputs import int_path, parse_id
-from core.problems import Problem
-from web.templating import render
+from onsale.core.db import Database, queries
+from onsale.core.inputs import int_path, parse_id
+from onsale.core.problems import Problem
+from onsale.web.templating import render
 
 POLICY_WORDS = {
     "fifo": "first come, first served",

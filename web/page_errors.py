@@ -12,8 +12,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from core.problems import Problem
-from web.templating import problem_page
+from onsale.core.problems import Problem
+from onsale.web.templating import problem_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 API_PREFIXES = ("/api/", "/ws/")

@@ -11,8 +11,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from web import ops_pages, seat_pages, shop_pages
-from web.templating import HERE
+from onsale.web import ops_pages, seat_pages, shop_pages
+from onsale.web.templating import HERE
 
 
 @functools.cache

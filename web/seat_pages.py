@@ -18,14 +18,14 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from core.checkout import read_order
-from core.db import Database, queries
-from core.events import event_json
-from core.holds import hold_json
-from core.inputs import parse_id, parse_uuid
-from core.problems import Problem
-from core.timefmt import utc_iso
-from web.templating import problem_page, render, signed_in_account
+from onsale.core.checkout import read_order
+from onsale.core.db import Database, queries
+from onsale.core.events import event_json
+from onsale.core.holds import hold_json
+from onsale.core.inputs import parse_id, parse_uuid
+from onsale.core.problems import Problem
+from onsale.core.timefmt import utc_iso
+from onsale.web.templating import problem_page, render, signed_in_account
 
 # What the shopper reads for each payment status of an order (docs/api.md).
 PAYMENT_WORDS: dict[str, str] = {

@@ -18,15 +18,15 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from core.config import Settings
-from core.cookies import settings_cookie_policy
-from core.db import Database, queries
-from core.events import event_json
-from core.inputs import parse_id
-from core.problems import Problem
-from core.sessions import Sessions
-from edge.tokens import ticket_cookie
-from web.templating import problem_page, render, signed_in_account
+from onsale.core.config import Settings
+from onsale.core.cookies import settings_cookie_policy
+from onsale.core.db import Database, queries
+from onsale.core.events import event_json
+from onsale.core.inputs import parse_id
+from onsale.core.problems import Problem
+from onsale.core.sessions import Sessions
+from onsale.edge.tokens import ticket_cookie
+from onsale.web.templating import problem_page, render, signed_in_account
 
 ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
                           "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"})

@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
-from core.problems import Problem
-from core.sessions import account_of
-from web.messages import FALLBACK, SENTENCES, sentence
+from onsale.core.problems import Problem
+from onsale.core.sessions import account_of
+from onsale.web.messages import FALLBACK, SENTENCES, sentence
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from edge.admitter import Admitter
-from edge.queue_store import EventKeys
-from edge.runtime import Edge
+from onsale.edge.admitter import Admitter
+from onsale.edge.queue_store import EventKeys
+from onsale.edge.runtime import Edge
 from tests.conftest import Api, build_api_app, make_settings
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from core.passwords import scrypt_hash
-from core.sessions import COOKIE
+from onsale.core.passwords import scrypt_hash
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, build_api_app, hold, make_settings
 

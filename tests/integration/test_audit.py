@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.audit import run_audit
+from onsale.core.audit import run_audit
 from tests.conftest import Api, audit_clean
 
 

@@ -14,10 +14,10 @@ import asyncpg
 import httpx
 import pytest
 
-from core.payments import Payments
-from core.reconciler import reconcile_once
+from onsale.core.payments import Payments
+from onsale.core.reconciler import reconcile_once
 from onsale.embedded import EmbeddedPostgres
-from psp.signature import sign
+from onsale.psp.signature import sign
 from tests.conftest import ADMIN_TOKEN, audit_clean, fresh_database
 from tests.stack import (
     APPROVE,
@@ -46,7 +46,7 @@ async def stack(pg: EmbeddedPostgres, template_db: str,
 @pytest.fixture
 async def db(stack: Stack) -> AsyncIterator[Any]:
     conn = await asyncpg.connect(stack.db_url)
-    from core.db import init_connection
+    from onsale.core.db import init_connection
 
     await init_connection(conn)
     try:
@@ -448,7 +448,7 @@ async def test_duplicate_delayed_and_reordered_webhooks_converge_once(
 
 async def test_reconciler_metrics_report_the_open_operations(
         stack: Stack, db: Any, payments: Payments) -> None:
-    from core.reconciler import update_backlog
+    from onsale.core.reconciler import update_backlog
 
     event_id = await new_event(stack)
     async with stack.client(await new_account(db)) as c:
@@ -470,7 +470,7 @@ async def test_reconciler_metrics_report_the_open_operations(
 
 
 async def test_a_declined_order_nobody_pays_ends_with_its_hold(stack: Stack, db: Any) -> None:
-    from core.sweeper import sweep_once
+    from onsale.core.sweeper import sweep_once
 
     event_id = await new_event(stack, hold_ttl_seconds=1)
     async with stack.client(await new_account(db)) as c:

@@ -19,8 +19,8 @@ import asyncpg
 import httpx
 import pytest
 
-from core.db import init_connection
-from core.reconciler import reconcile_once
+from onsale.core.db import init_connection
+from onsale.core.reconciler import reconcile_once
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey
 from tests.conftest import audit_clean, fresh_database
 from tests.integration.test_checkout import (

@@ -15,9 +15,9 @@ import pytest
 import redis.asyncio
 
 from onsale.embedded import EmbeddedValkey
+from onsale.web.page_errors import install as install_page_errors
+from onsale.web.pages import page_routes
 from tests.conftest import ADMIN_TOKEN, Api, build_api_app, hold, make_settings
-from web.page_errors import install as install_page_errors
-from web.pages import page_routes
 
 SITE = "http://127.0.0.1:8000"  # make_settings' public URL (the Settings default)
 SAME = {"Origin": SITE}

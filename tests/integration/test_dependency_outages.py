@@ -25,8 +25,8 @@ import httpx
 import pytest
 import redis.asyncio
 
-from core.migrate import migrate
 from onsale.compose import build_app
+from onsale.core.migrate import migrate
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
 from tests.conftest import Api, asyncpg_connect, audit_clean, build_api_app, make_settings
 from tests.integration.edge_support import Visitor, new_accounts

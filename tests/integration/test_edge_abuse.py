@@ -9,7 +9,7 @@ from typing import Any
 
 import redis.asyncio
 
-from edge.pow import HIGH_RISK_MIN_DIFFICULTY, RiskFacts, solve
+from onsale.edge.pow import HIGH_RISK_MIN_DIFFICULTY, RiskFacts, solve
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, build_api_app, make_settings
 from tests.integration.edge_support import (

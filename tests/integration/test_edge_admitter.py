@@ -11,9 +11,9 @@ from typing import Any
 
 import redis.asyncio
 
-from core.app import build_core_app
-from core.health import HEALTH_KEY
-from edge.queue_store import Fenced
+from onsale.core.app import build_core_app
+from onsale.core.health import HEALTH_KEY
+from onsale.edge.queue_store import Fenced
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import ADMIN_TOKEN, make_settings
 from tests.integration.edge_support import (

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from core.app import build_core_app
-from core.session_store import SessionStore
-from edge.tokens import AdmissionCodec, admission_keys
+from onsale.core.app import build_core_app
+from onsale.core.session_store import SessionStore
+from onsale.edge.tokens import AdmissionCodec, admission_keys
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import SECRET, Api, make_settings
 from tests.integration.edge_support import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.sweeper import sweep_once
+from onsale.core.sweeper import sweep_once
 from tests.conftest import Api, audit_clean, hold
 
 
@@ -122,7 +122,7 @@ async def test_sweep_never_touches_sold_seats(api: Api, conn: Any) -> None:
 
 
 async def test_idempotency_records_are_pruned_after_retention(api: Api, conn: Any) -> None:
-    from core.sweeper import prune_idempotency
+    from onsale.core.sweeper import prune_idempotency
 
     event_id = await api.create_event(seats=20)
     for seat in range(1, 6):

@@ -11,11 +11,11 @@ from typing import Any
 import asyncpg
 import pytest
 
-from core.db import init_connection
-from core.hold_rules import SeatsRequest, request_digest
-from core.hold_store import create_hold
-from core.metrics import Metrics
-from core.problems import Problem
+from onsale.core.db import init_connection
+from onsale.core.hold_rules import SeatsRequest, request_digest
+from onsale.core.hold_store import create_hold
+from onsale.core.metrics import Metrics
+from onsale.core.problems import Problem
 from tests.conftest import Api, audit_clean, hold
 
 
@@ -117,7 +117,7 @@ async def test_racing_holds_sweeper_and_best_available_never_overlap(
 ) -> None:
     """Short holds expire while others race for the same seats and the sweeper
     runs: no two live holds ever cover the same seat at the same instant."""
-    from core.sweeper import sweep_once
+    from onsale.core.sweeper import sweep_once
 
     event_id = await api.create_event(seats=30, hold_ttl_seconds=1)
     accounts = await _accounts(conn, 60)

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from core.migrate import SCHEMA_FILE, MigrationError, load_migrations, migrate
+from onsale.core.migrate import SCHEMA_FILE, MigrationError, load_migrations, migrate
 from onsale.embedded import EmbeddedPostgres, _pg_bin
 
 

@@ -12,10 +12,10 @@ import asyncpg
 import pytest
 import redis.asyncio
 
-from core.background import stop_background
-from core.db import create_pool, init_connection
-from core.metrics import Metrics
-from core.outbox_relay import (
+from onsale.core.background import stop_background
+from onsale.core.db import create_pool, init_connection
+from onsale.core.metrics import Metrics
+from onsale.core.outbox_relay import (
     STREAM,
     prune_published,
     relay_once,
@@ -23,7 +23,7 @@ from core.outbox_relay import (
     run_relay,
     update_backlog,
 )
-from core.timefmt import utc_iso
+from onsale.core.timefmt import utc_iso
 from onsale.embedded import free_port
 from tests.conftest import make_settings
 

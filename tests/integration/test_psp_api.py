@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from psp import idempotency
-from psp.app import build_psp_app
-from psp.config import PspConfig
-from psp.middleware import ResponseLost
-from psp.testing import FakeClock, eventually
+from onsale.psp import idempotency
+from onsale.psp.app import build_psp_app
+from onsale.psp.config import PspConfig
+from onsale.psp.middleware import ResponseLost
+from onsale.psp.testing import FakeClock, eventually
 
 KEY = "sk_test_psp_0123456789"
 SECRET = "whsec_test_0123456789"

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from psp.app import build_psp_app
-from psp.config import PspConfig
-from psp.testing import ThreadedServer, reserve_socket
+from onsale.psp.app import build_psp_app
+from onsale.psp.config import PspConfig
+from onsale.psp.testing import ThreadedServer, reserve_socket
 
 KEY = "sk_test_psp_0123456789"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from psp.app import build_psp_app
-from psp.config import PspConfig
-from psp.testing import eventually
+from onsale.psp.app import build_psp_app
+from onsale.psp.config import PspConfig
+from onsale.psp.testing import eventually
 
 KEY = "sk_test_psp_0123456789"
 BODY = {"amount": 4200, "currency": "usd", "payment_method": "pm_card_visa",

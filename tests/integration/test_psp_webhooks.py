@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from psp.app import build_psp_app
-from psp.config import PspConfig
-from psp.signature import HEADER, MISMATCH, SignatureError, verify
-from psp.testing import Receiver, ThreadedServer, eventually, reserve_socket, url_of
+from onsale.psp.app import build_psp_app
+from onsale.psp.config import PspConfig
+from onsale.psp.signature import HEADER, MISMATCH, SignatureError, verify
+from onsale.psp.testing import Receiver, ThreadedServer, eventually, reserve_socket, url_of
 
 KEY = "sk_test_psp_0123456789"
 SECRET = "whsec_test_0123456789"

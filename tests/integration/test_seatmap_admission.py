@@ -13,8 +13,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from core.sessions import COOKIE
 from onsale.compose import build_app
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, make_settings
 from tests.integration.edge_support import Visitor, edge_api, new_accounts

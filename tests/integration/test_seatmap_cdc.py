@@ -10,10 +10,10 @@ from typing import Any
 import redis.asyncio
 
 from onsale.embedded import EmbeddedValkey
-from seatmap.bus import META, VERSIONS, Bus, snap_key
-from seatmap.metrics import SeatmapMetrics
-from seatmap.pgoutput import parse_lsn
-from seatmap.snapshot import decode
+from onsale.seatmap.bus import META, VERSIONS, Bus, snap_key
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.pgoutput import parse_lsn
+from onsale.seatmap.snapshot import decode
 from tests.seatmap_support import (
     Writer,
     assert_chain,

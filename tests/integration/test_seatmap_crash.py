@@ -13,10 +13,10 @@ from typing import Any
 import redis.asyncio
 
 from onsale.embedded import EmbeddedValkey, free_port
-from seatmap.app import build_seatmap_app
-from seatmap.bus import META, Bus
-from seatmap.config import SeatmapSettings
-from seatmap.pgoutput import format_lsn
+from onsale.seatmap.app import build_seatmap_app
+from onsale.seatmap.bus import META, Bus
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.pgoutput import format_lsn
 from tests.conftest import make_settings
 from tests.seatmap_support import (
     Viewer,

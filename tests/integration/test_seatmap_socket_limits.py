@@ -17,11 +17,11 @@ import redis.asyncio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from core.sessions import COOKIE
 from onsale.compose import build_app
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
-from seatmap.bus import Bus
-from seatmap.sockets import CLOSE_EXPIRED, CLOSE_POLICY, CLOSE_REVOKED, CLOSE_TOO_BIG
+from onsale.seatmap.bus import Bus
+from onsale.seatmap.sockets import CLOSE_EXPIRED, CLOSE_POLICY, CLOSE_REVOKED, CLOSE_TOO_BIG
 from tests.conftest import Api, make_settings
 from tests.integration.edge_support import Visitor, edge_api, new_accounts
 from tests.seatmap_support import consumer, seatmap_settings, serving

@@ -15,14 +15,14 @@ import pytest
 import redis.asyncio
 from prometheus_client import generate_latest
 
-from core.problems import Problem
+from onsale.core.problems import Problem
 from onsale.embedded import EmbeddedValkey
-from seatmap.app import build_seatmap_app
-from seatmap.bus import META, VERSIONS, Bus
-from seatmap.config import SeatmapSettings
-from seatmap.pgoutput import format_lsn
-from seatmap.sequencer import replay
-from seatmap.snapshot import SeatMap, decode
+from onsale.seatmap.app import build_seatmap_app
+from onsale.seatmap.bus import META, VERSIONS, Bus
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.pgoutput import format_lsn
+from onsale.seatmap.sequencer import replay
+from onsale.seatmap.snapshot import SeatMap, decode
 from tests.conftest import make_settings
 from tests.seatmap_support import (
     SET_HELD,

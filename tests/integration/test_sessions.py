@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from core.session_store import index_key, record_key
-from core.sessions import COOKIE
+from onsale.core.session_store import index_key, record_key
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey, start_valkey
 from tests.conftest import Api, build_api_app, hold, make_settings
 from tests.stack import eventually
@@ -204,7 +204,7 @@ async def test_a_silent_session_store_is_503_then_recovers(
 
 
 async def test_without_redis_sign_up_and_sign_in_fail_closed(db_url: str, conn: Any) -> None:
-    from core.app import build_core_app
+    from onsale.core.app import build_core_app
 
     app = build_core_app(make_settings(db_url), sweeper=False)  # REDIS_URL unset
     async with app.router.lifespan_context(app):

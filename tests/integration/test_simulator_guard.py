@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.app import build_core_app
-from core.psp_client import SIMULATOR_HEADER, PspClient
+from onsale.core.app import build_core_app
+from onsale.core.psp_client import SIMULATOR_HEADER, PspClient
 from onsale.embedded import free_port
 from tests.conftest import make_settings
 from tests.stack import ONSALE, PSP_KEY, WEBHOOK_SECRET, Process, Stack

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from core.app import build_core_app
-from edge.app import mount_edge
+from onsale.core.app import build_core_app
+from onsale.edge.app import mount_edge
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, audit_clean, hold, make_settings
 

@@ -14,17 +14,17 @@ import httpx
 import pytest
 import redis.asyncio
 
-from core.db import create_pool
-from core.metrics import Metrics
-from core.outbox_relay import STREAM, relay_once, relay_pass
-from core.tickets import (
+from onsale.compose import build_worker_app
+from onsale.core.db import create_pool
+from onsale.core.metrics import Metrics
+from onsale.core.outbox_relay import STREAM, relay_once, relay_pass
+from onsale.core.tickets import (
     GROUP,
     consume_once,
     ensure_group,
     reclaim_once,
     run_ticket_consumer,
 )
-from onsale.compose import build_worker_app
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import make_settings
 from tests.integration.test_outbox_relay import cancel, eventually, sample

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from core.db import queries
-from edge.ops_dashboard import OpsState
+from onsale.core.db import queries
+from onsale.edge.ops_dashboard import OpsState
 from onsale.embedded import EmbeddedValkey
+from onsale.web import ops_pages
 from tests.conftest import ADMIN_TOKEN, Api, build_api_app, make_settings
 from tests.integration.edge_support import new_accounts, queue_event
-from web import ops_pages
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

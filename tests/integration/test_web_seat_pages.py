@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 from redis.asyncio import Redis
 
-from core.session_store import SessionStore
-from core.sessions import COOKIE
 from onsale.compose import build_app
+from onsale.core.session_store import SessionStore
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.web import seat_pages
 from tests.conftest import Api, hold, make_settings
 from tests.sessions_support import mint_cookie
-from web import seat_pages
 
 
 def pages(api: Api) -> Api:

@@ -11,11 +11,11 @@ import httpx
 import pytest
 import redis.asyncio
 
-from core.sessions import COOKIE
 from onsale.compose import build_app
+from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.web.pages import page_routes
 from tests.conftest import Api, build_api_app, make_settings
-from web.pages import page_routes
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.breaker import Breaker, Change, State
+from onsale.core.breaker import Breaker, Change, State
 
 
 class Clock:

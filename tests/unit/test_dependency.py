@@ -9,9 +9,9 @@ import logging
 import pytest
 import redis.exceptions
 
-from core.breaker import Breaker, State
-from core.dependency import Dependency, DependencyUnavailable, RedisUnavailable, is_outage
-from core.problems import Problem
+from onsale.core.breaker import Breaker, State
+from onsale.core.dependency import Dependency, DependencyUnavailable, RedisUnavailable, is_outage
+from onsale.core.problems import Problem
 
 
 class Clock:

@@ -26,12 +26,12 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
-from core.config import Settings
 from onsale.cli import parser as cli_parser
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
-from psp.cli import parser as psp_parser
-from psp.config import PspConfig
-from seatmap.config import SeatmapSettings
+from onsale.core.config import Settings
+from onsale.psp.cli import parser as psp_parser
+from onsale.psp.config import PspConfig
+from onsale.seatmap.config import SeatmapSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
@@ -164,11 +164,11 @@ def check_dockerfile(text: str) -> list[str]:
     if not re.search(r"pip (install|wheel)\b", runs):
         problems.append("no stage installs the package")
 
-    # Every top-level package of the wheel (and the files its metadata needs) is copied
-    # into a build stage.
+    # Every source folder of the wheel's one package (and the files its metadata needs) is
+    # copied into a build stage.
     sources = {Path(src).parts[0] for s in builds for a in s.all("COPY")
                if "--from=" not in a for src in copy_sources(a)}
-    wanted = {p.rstrip("*") for p in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
+    wanted = set(PYPROJECT["tool"]["setuptools"]["package-dir"].values())
     wanted |= {"pyproject.toml", PYPROJECT["project"]["readme"]}
     if "." not in sources and not wanted <= sources:
         problems.append(f"the build stage does not copy {sorted(wanted - sources)}")
@@ -231,14 +231,14 @@ def unshipped(package: str, globs: list[str]) -> list[str]:
 
 def test_every_runtime_file_is_package_data() -> None:
     package_data: dict[str, list[str]] = PYPROJECT["tool"]["setuptools"]["package-data"]
-    found: list[str] = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = [p.rstrip("*") for p in found]
-    assert {"core", "edge", "seatmap", "web"} <= set(packages)
+    folders: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    assert {"core", "edge", "seatmap", "web"} <= set(folders.values())
     # What the app opens at runtime is there to be checked (not vacuous).
     assert data_files("core") and data_files("edge") and data_files("seatmap")
     assert any(f.suffix == ".html" for f in data_files("web"))
     assert any(f.suffix == ".js" for f in data_files("web"))
-    missing = {pkg: unshipped(pkg, package_data.get(pkg, [])) for pkg in packages}
+    missing = {pkg: unshipped(folder, package_data.get(pkg, []))
+               for pkg, folder in folders.items()}
     assert {pkg: files for pkg, files in missing.items() if files} == {}
 
 

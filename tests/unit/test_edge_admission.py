@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge.admission import RateMeter, admit_budget, eta_seconds, poll_after, position
+from onsale.edge.admission import RateMeter, admit_budget, eta_seconds, poll_after, position
 
 
 def test_budget_follows_the_rate() -> None:

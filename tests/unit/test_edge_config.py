@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import ConfigError, Settings
+from onsale.core.config import ConfigError, Settings
 
 BASE = {"DATABASE_URL": "postgresql://x/y", "ONSALE_SECRET_KEY": "s" * 16,
         "ONSALE_ADMIN_TOKEN": "a" * 16}
@@ -39,8 +39,8 @@ def test_a_polling_visitor_can_never_be_dropped() -> None:
 
 
 def test_controller_targets_are_settings() -> None:
-    from edge.admitter import targets_from
-    from edge.controller import Targets
+    from onsale.edge.admitter import targets_from
+    from onsale.edge.controller import Targets
 
     assert targets_from(Settings.from_env(BASE)) == Targets()
     s = Settings.from_env({**BASE, "ONSALE_TARGET_HOLD_P99_MS": "150",

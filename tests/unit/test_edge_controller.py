@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge.controller import (
+from onsale.edge.controller import (
     DECREASING,
     HOLDING,
     INCREASING,

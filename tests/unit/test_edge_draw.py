@@ -7,7 +7,7 @@ import hmac
 import json
 from pathlib import Path
 
-from edge.draw import (
+from onsale.edge.draw import (
     commitment,
     draw_key,
     draw_order,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.health import p99_ms, report, snapshot
-from core.metrics import Metrics
-from edge.health import fold
+from onsale.core.health import p99_ms, report, snapshot
+from onsale.core.metrics import Metrics
+from onsale.edge.health import fold
 
 
 def test_p99_is_the_upper_bound_of_its_bucket_between_two_snapshots() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge.limits import RateLimiter, retry_after
+from onsale.edge.limits import RateLimiter, retry_after
 
 
 class Clock:

@@ -6,12 +6,12 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from core.config import ConfigError, Settings
-from core.openapi import document
-from core.problems import TITLES
-from edge.app import build_edge_app
 from onsale.compose import ROLES, build_app
-from web.pages import page_routes
+from onsale.core.config import ConfigError, Settings
+from onsale.core.openapi import document
+from onsale.core.problems import TITLES
+from onsale.edge.app import build_edge_app
+from onsale.web.pages import page_routes
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
                     secret_key="unit-test-secret-0123456789",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from edge.pow import (
+from onsale.edge.pow import (
     HIGH_RISK_MIN_DIFFICULTY,
     PowCodec,
     PowVerdict,

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from edge.tokens import (
+from onsale.edge.tokens import (
     AdmissionCodec,
     Ticket,
     TicketCodec,

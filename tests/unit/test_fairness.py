@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from edge.fairness import (
+from onsale.edge.fairness import (
     MAX_VISITORS,
     FairnessInputError,
     Scenario,

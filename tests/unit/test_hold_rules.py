@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.hold_rules import (
+from onsale.core.hold_rules import (
     HARD_MAX_SEATS,
     HOLD_STATES,
     MAX_SEAT_ID,
@@ -17,7 +17,7 @@ from core.hold_rules import (
     parse_hold_request,
     request_digest,
 )
-from core.problems import Problem
+from onsale.core.problems import Problem
 
 ROUTE = "POST /api/events/{event_id}/holds"
 

@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from core.layout import DEFAULT_TIERS, Seat, _row_label, generate, venue_document
+from onsale.core.layout import DEFAULT_TIERS, Seat, _row_label, generate, venue_document
 
 SIZES = [1, 2, 3, 7, 10, 49, 50, 51, 99, 125, 126, 200, 333, 999, 1000, 1001, 4096, 12_345,
          50_000]

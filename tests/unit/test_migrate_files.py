@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.migrate import MIGRATIONS_DIR, Migration, MigrationError, load_migrations, migrate
+from onsale.core.migrate import MIGRATIONS_DIR, Migration, MigrationError, load_migrations, migrate
 
 
 def write(directory: Path, files: dict[str, str]) -> Path:

@@ -15,10 +15,10 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from core.app import build_core_app
-from core.config import Settings
-from core.openapi import document, openapi_endpoint
-from core.problems import TITLES
+from onsale.core.app import build_core_app
+from onsale.core.config import Settings
+from onsale.core.openapi import document, openapi_endpoint
+from onsale.core.problems import TITLES
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -222,8 +222,8 @@ async def test_405_allow_lists_every_documented_method(app: Starlette,
 
 
 def test_worker_role_needs_no_signing_secrets() -> None:
-    from core.config import ConfigError
     from onsale.compose import build_app
+    from onsale.core.config import ConfigError
 
     env = {"DATABASE_URL": "postgresql://unused/x"}
     worker = build_app("worker", Settings.from_env(env, require_secrets=False))

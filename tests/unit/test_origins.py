@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.cookies import cookie_policy, is_loopback_host
-from core.origins import (
+from onsale.core.cookies import cookie_policy, is_loopback_host
+from onsale.core.origins import (
     is_cross_site,
     origin_of,
     page_policy,

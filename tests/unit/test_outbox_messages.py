@@ -6,8 +6,8 @@ import json
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from core.outbox_relay import backoff, message_fields
-from core.tickets import decode_fields, order_id_of
+from onsale.core.outbox_relay import backoff, message_fields
+from onsale.core.tickets import decode_fields, order_id_of
 
 ROW = {
     "outbox_id": 42,

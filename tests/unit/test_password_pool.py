@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.password_pool import PasswordPool
-from core.problems import Problem, problem_handler
+from onsale.core.password_pool import PasswordPool
+from onsale.core.problems import Problem, problem_handler
 
 
 @pytest.fixture

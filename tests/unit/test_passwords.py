@@ -8,7 +8,7 @@ import base64
 import pytest
 from argon2 import PasswordHasher, Type
 
-from core.passwords import (
+from onsale.core.passwords import (
     check_password,
     dummy_hash,
     hash_password,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from core.payment_rules import (
+from onsale.core.payment_rules import (
     ProviderAnswer,
     after_lookup,
     can_change,

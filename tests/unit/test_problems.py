@@ -9,7 +9,7 @@ import pytest
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from core.problems import (
+from onsale.core.problems import (
     TITLES,
     Problem,
     ProblemResponse,
@@ -167,7 +167,7 @@ async def test_an_outage_no_route_caught_is_its_503_and_is_not_re_raised() -> No
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from core.app import error_handlers
+    from onsale.core.app import error_handlers
 
     async def down(request: Any) -> Any:
         raise redis.exceptions.ConnectionError("gone")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from psp import cards
+from onsale.psp import cards
 
 
 @pytest.mark.parametrize("method, number", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from psp.config import PspConfig, PspConfigError
+from onsale.psp.config import PspConfig, PspConfigError
 
 KEY = "sk_test_0123456789abcdef"
 

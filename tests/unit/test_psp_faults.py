@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from psp import faults
-from psp.errors import ApiError
-from psp.faults import FaultState, WebhookFaults
+from onsale.psp import faults
+from onsale.psp.errors import ApiError
+from onsale.psp.faults import FaultState, WebhookFaults
 
 
 class Dice(random.Random):

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from psp.http_post import Poster, ProtocolError, read_response
+from onsale.psp.http_post import Poster, ProtocolError, read_response
 
 
 async def read(raw: bytes) -> tuple[int, bool, bytes]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from psp.idempotency import (
+from onsale.psp.idempotency import (
     Conflict,
     InProgress,
     New,

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from psp import intents
-from psp.intents import PaymentIntent
+from onsale.psp import intents
+from onsale.psp.intents import PaymentIntent
 
 NOW = 1_700_000_000.5
 BASE = "http://psp.test"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from psp import events, intents, pages
+from onsale.psp import events, intents, pages
 
 
 def intent(return_url: str | None) -> intents.PaymentIntent:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from psp import params
-from psp.errors import ApiError
+from onsale.psp import params
+from onsale.psp.errors import ApiError
 
 VALID = {"amount": 1500, "currency": "usd", "payment_method": "4242 4242 4242 4242",
          "capture_method": "manual", "confirm": True,

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from psp.signature import MALFORMED, MISMATCH, STALE, SignatureError, compute, sign, verify
+from onsale.psp.signature import MALFORMED, MISMATCH, STALE, SignatureError, compute, sign, verify
 
 SECRET = "whsec_test_0123456789"
 BODY = b'{"id":"evt_1","type":"payment_intent.succeeded"}'

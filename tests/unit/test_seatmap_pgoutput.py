@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from seatmap.pgoutput import (
+from onsale.seatmap.pgoutput import (
     PG_EPOCH_US,
     UNCHANGED,
     Begin,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from starlette.routing import Route, WebSocketRoute
 
-from core.config import ConfigError, Settings
-from core.openapi import document
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
-from seatmap.config import SeatmapSettings
+from onsale.core.config import ConfigError, Settings
+from onsale.core.openapi import document
+from onsale.seatmap.config import SeatmapSettings
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
                     secret_key="unit-test-secret-0123456789",

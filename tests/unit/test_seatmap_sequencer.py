@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from seatmap.pgoutput import Begin, Commit, Insert, Message, Relation, Update, decode, format_lsn
-from seatmap.sequencer import (
+from onsale.seatmap.pgoutput import (
+    Begin,
+    Commit,
+    Insert,
+    Message,
+    Relation,
+    Update,
+    decode,
+    format_lsn,
+)
+from onsale.seatmap.sequencer import (
     Entry,
     Heartbeat,
     Rebuild,
@@ -23,7 +32,7 @@ from seatmap.sequencer import (
     stream_fields,
     stream_id,
 )
-from seatmap.snapshot import AVAILABLE, BLOCKED, HELD, SOLD, SeatMap
+from onsale.seatmap.snapshot import AVAILABLE, BLOCKED, HELD, SOLD, SeatMap
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "pgoutput.jsonl"
 EXP = 1893553446  # 2030-01-02 03:04:05.678901+00, rounded up

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from seatmap.snapshot import (
+from onsale.seatmap.snapshot import (
     AVAILABLE,
     BLOCKED,
     HELD,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bench.snapshot_size import BASE, MAX_HOLD, SCENARIOS, per_seat
-from seatmap.snapshot import HELD, SOLD, SeatMap, decode, encode, encode_gzip
+from onsale.seatmap.snapshot import HELD, SOLD, SeatMap, decode, encode, encode_gzip
 
 SEATS = 50_000
 LIMIT = 64 * 1024

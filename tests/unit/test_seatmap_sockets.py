@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.config import ConfigError
-from seatmap.config import SeatmapSettings
-from seatmap.sockets import (
+from onsale.core.config import ConfigError
+from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.sockets import (
     CLOSE_EXPIRED,
     CLOSE_POLICY,
     CLOSE_REVOKED,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.signin_throttle import (
+from onsale.core.signin_throttle import (
     Limits,
     SigninThrottle,
     address_bucket,

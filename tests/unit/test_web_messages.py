@@ -1,7 +1,7 @@
 """Every problem code the API can return has a human sentence for the pages."""
 
-from core.problems import TITLES
-from web.messages import FALLBACK, SENTENCES, sentence
+from onsale.core.problems import TITLES
+from onsale.web.messages import FALLBACK, SENTENCES, sentence
 
 
 def test_every_problem_code_has_a_sentence() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from starlette.routing import Mount
 
-from web import ops_pages
-from web.ops_pages import event_view, when
-from web.templating import HERE, templates
+from onsale.web import ops_pages
+from onsale.web.ops_pages import event_view, when
+from onsale.web.templating import HERE, templates
 
 JS = HERE / "static" / "js"
 OPS_JS = ["ops.js", "ops_event.js", "fairness.js", "charts.js"]

@@ -6,9 +6,9 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from core.config import Settings
 from onsale.compose import build_app
-from web.messages import SENTENCES
+from onsale.core.config import Settings
+from onsale.web.messages import SENTENCES
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
                     secret_key="unit-test-secret-0123456789",

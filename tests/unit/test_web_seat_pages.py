@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from web import seat_pages
-from web.seat_pages import FINAL, PAYMENT_WORDS, TEST_CARDS, is_final, money, seat_label
-from web.templating import templates
+from onsale.web import seat_pages
+from onsale.web.seat_pages import FINAL, PAYMENT_WORDS, TEST_CARDS, is_final, money, seat_label
+from onsale.web.templating import templates
 
 # Every payment status an order can have (docs/api.md, "The order").
 PAYMENT_STATUSES = ("PENDING", "REQUIRES_ACTION", "UNKNOWN", "AUTHORIZED", "CAPTURED",

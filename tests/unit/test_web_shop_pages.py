@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 
-from core.cookies import cookie_policy
-from core.problems import Problem
-from core.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from onsale.core.cookies import cookie_policy
+from onsale.core.problems import Problem
+from onsale.core.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from onsale.web import shop_pages
 from tests.sessions_support import MemorySessionStore
-from web import shop_pages
 
 SECRET = "unit-secret-key-0123456789abcdef"
 NOW = datetime.now(UTC)

@@ -6,7 +6,15 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from web.shop_pages import clock, event_view, money, parse_time, policy_words, safe_next, when
+from onsale.web.shop_pages import (
+    clock,
+    event_view,
+    money,
+    parse_time,
+    policy_words,
+    safe_next,
+    when,
+)
 
 ONSALE = datetime(2026, 12, 1, 14, 30, 5, tzinfo=UTC)
 
