@@ -22,7 +22,7 @@ lint: $(VENV)/.installed
 	@for src in onsale $(TIERS:%=onsale/%); do dst=.typecheck/$$src; [ $$src = onsale ] || src=$${src#onsale/}; \
 	  cp -al $$src $$dst 2>/dev/null || cp -a $$src $$dst; done
 	$(BIN)/mypy
-	cd .typecheck && ../$(BIN)/lint-imports --config ../pyproject.toml
+	cd .typecheck && ../$(BIN)/lint-imports ../pyproject.toml
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/holds.py

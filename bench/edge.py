@@ -42,10 +42,10 @@ ADMIN = "bench-admin-token-0123456789"
 async def prepare(db_url: str) -> int:
     import asyncpg
 
-    from onsale.core.db import init_connection
     from onsale.core.event_spec import parse_event_spec
     from onsale.core.event_store import create_event
     from onsale.core.migrate import migrate
+    from onsale.kernel.db import init_connection
 
     conn = await asyncpg.connect(db_url)
     await init_connection(conn)
@@ -101,8 +101,8 @@ def session_cookies(redis_url: str, accounts: list[uuid.UUID]) -> dict[uuid.UUID
     signing in does, pipelined) and the Cookie header that carries it."""
     import redis
 
-    from onsale.core.session_store import CREATE_LUA, create_args
-    from onsale.core.sessions import COOKIE, SessionCodec, SessionRef, new_session_id
+    from onsale.kernel.session_store import CREATE_LUA, create_args
+    from onsale.kernel.sessions import COOKIE, SessionCodec, SessionRef, new_session_id
 
     codec = SessionCodec(SECRET, 3600)
     client = redis.Redis.from_url(redis_url)

@@ -191,7 +191,7 @@ async def audit(url: str) -> int:
     import asyncpg
 
     from onsale.core.audit import format_report, run_audit, violations
-    from onsale.core.db import init_connection
+    from onsale.kernel.db import init_connection
 
     conn = await asyncpg.connect(url)
     await init_connection(conn)

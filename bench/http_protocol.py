@@ -5,7 +5,7 @@
 
 Serves the same minimal Starlette JSON endpoint twice, one server at a time, on
 uvicorn + httptools + uvloop: first with uvicorn's ``HttpToolsProtocol`` (the
-ceiling: no limits, no cork), then through ``onsale.http_server.uvicorn_config``
+ceiling: no limits, no cork), then through ``onsale.kernel.http_server.uvicorn_config``
 (every limit of docs/security.md#bounded-http on, writes corked). wrk drives
 each with keep-alive connections; a second onsale run pipelines 16 requests per
 connection. Prints requests/s and p99 for each and the ratio to the ceiling.
@@ -39,8 +39,8 @@ if sys.argv[1] == "uvicorn":
     config = uvicorn.Config(app, port={port}, http="httptools", loop="uvloop",
                             log_level="warning", access_log=False, lifespan="off")
 else:
-    from onsale.http_limits import HttpLimits
-    from onsale.http_server import uvicorn_config
+    from onsale.kernel.http_limits import HttpLimits
+    from onsale.kernel.http_server import uvicorn_config
     config = uvicorn_config(app, "127.0.0.1", {port}, HttpLimits(), loop="uvloop",
                             log_level="warning", access_log=False, lifespan="off")
 uvicorn.Server(config).run()

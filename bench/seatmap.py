@@ -171,10 +171,10 @@ def generator(ports: list[int], event_id: int, since: str, n: int, seconds: floa
 async def prepare(db_url: str, seats: int) -> int:
     import asyncpg
 
-    from onsale.core.db import init_connection
     from onsale.core.event_spec import parse_event_spec
     from onsale.core.event_store import create_event
     from onsale.core.migrate import migrate
+    from onsale.kernel.db import init_connection
 
     conn = await asyncpg.connect(db_url)
     await init_connection(conn)

@@ -17,14 +17,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.db import Database, queries
-from onsale.core.inputs import json_object
 from onsale.core.password_pool import PasswordPool
 from onsale.core.passwords import Checked, check_password, dummy_hash, hash_password
-from onsale.core.problems import Problem
-from onsale.core.sessions import Sessions, current_account
+from onsale.core.queries import queries
 from onsale.core.signin_throttle import SigninThrottle
-from onsale.core.timefmt import utc_iso
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import json_object
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import Sessions, current_account
+from onsale.kernel.timefmt import utc_iso
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 MIN_PASSWORD = 8

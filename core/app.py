@@ -16,27 +16,28 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from onsale.core import accounts, checkout, events, holds, webhooks
-from onsale.core.background import start_background, stop_background
-from onsale.core.config import Settings
-from onsale.core.cookies import settings_cookie_policy
-from onsale.core.db import Database, create_pool
-from onsale.core.dependency import background_redis, is_outage, request_redis_for
+from onsale.core.background import start_background
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics, metrics_endpoint
 from onsale.core.openapi import openapi_endpoint
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
-from onsale.core.problems import Problem, ProblemResponse, http_exception_handler, problem_handler
 from onsale.core.psp_client import PspClient
 from onsale.core.reconciler import run_reconciler
-from onsale.core.security import install as install_security
-from onsale.core.session_store import SessionStore
-from onsale.core.sessions import build_sessions
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.sweeper import run_sweeper
 from onsale.edge.gate import Gate
 from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, admission_keys
+from onsale.kernel.config import Settings
+from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.dependency import background_redis, is_outage, request_redis_for
+from onsale.kernel.problems import Problem, ProblemResponse, http_exception_handler, problem_handler
+from onsale.kernel.security import install as install_security
+from onsale.kernel.session_store import SessionStore
+from onsale.kernel.sessions import build_sessions
+from onsale.kernel.tasks import stop_background
 
 log = logging.getLogger("onsale.core")
 
@@ -58,8 +59,8 @@ def error_handlers() -> dict[Any, Any]:
     and answers 500 (then Starlette re-raises it, and uvicorn logs it too)."""
     import redis.exceptions
 
-    from onsale.core.db import UNAVAILABLE
-    from onsale.core.dependency import DependencyUnavailable
+    from onsale.kernel.db import UNAVAILABLE
+    from onsale.kernel.dependency import DependencyUnavailable
 
     quiet = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
              DependencyUnavailable, ClientDisconnect, *UNAVAILABLE)
@@ -75,7 +76,7 @@ def outage_problem(request: Request, exc: Exception) -> Problem | None:
     500 with a traceback per request (docs/security.md#dependencies-fail-fast)."""
     import redis.exceptions
 
-    from onsale.core.db import UNAVAILABLE, outage_detail
+    from onsale.kernel.db import UNAVAILABLE, outage_detail
 
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
         code = "queue_unavailable" if "/queue" in request.url.path else "admission_unavailable"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onsale.core.db import queries
+from onsale.core.queries import queries
 
 
 async def run_audit(conn: Any) -> dict[str, list[dict[str, Any]]]:

@@ -1,10 +1,9 @@
-"""Start and stop the Redis-backed background loops: outbox relay and ticket consumer."""
+"""Start the Redis-backed background loops: outbox relay and ticket consumer (stop them
+with ``onsale.kernel.tasks.stop_background``)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterable
 from typing import Any
 
 from redis.asyncio import Redis
@@ -29,17 +28,3 @@ async def start_background(
         asyncio.create_task(run_ticket_consumer(pool, redis, metrics),
                             name="onsale-ticket-consumer"),
     ]
-
-
-async def stop_background(tasks: Iterable[asyncio.Task[Any]]) -> None:
-    """Cancel the tasks and wait until they have ended (cancelling again each
-    second: a library may swallow one cancellation, see raise_if_cancelling)."""
-    tasks = list(tasks)
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        while not task.done():
-            task.cancel()
-            await asyncio.wait([task], timeout=1.0)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

@@ -15,15 +15,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.db import Database, queries
 from onsale.core.hold_store import problem_from_db
 from onsale.core.holds import hold_id_path, require_admission_for_hold
-from onsale.core.inputs import idempotency_key, json_object, parse_uuid
 from onsale.core.payment_rules import mask_payment_method
 from onsale.core.payments import Payments, crash_point
-from onsale.core.problems import Problem
-from onsale.core.sessions import current_account
-from onsale.core.timefmt import utc_iso
+from onsale.core.queries import queries
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import idempotency_key, json_object, parse_uuid
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import current_account
+from onsale.kernel.timefmt import utc_iso
 
 _PAYMENT_METHOD = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ -]{0,62}[A-Za-z0-9_]$")
 

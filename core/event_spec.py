@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from onsale.core.layout import DEFAULT_TIERS
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 MAX_SEATS = 500_000
 # Prices are paid through a card provider: at least one minor unit (free

@@ -7,9 +7,9 @@ import gzip
 import logging
 from typing import Any
 
-from onsale.core.db import queries
 from onsale.core.event_spec import EventSpec
 from onsale.core.layout import generate, venue_document
+from onsale.core.queries import queries
 from onsale.edge.draw import commitment, new_seed
 
 log = logging.getLogger("onsale.events")

@@ -11,14 +11,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.config import Settings
-from onsale.core.db import Database, queries
 from onsale.core.event_spec import parse_event_spec
 from onsale.core.event_store import create_event
-from onsale.core.inputs import accepts_gzip, etag_matches, idempotency_key, int_path, json_object
-from onsale.core.problems import Problem
-from onsale.core.sessions import require_admin
-from onsale.core.timefmt import utc_iso
+from onsale.core.queries import queries
+from onsale.kernel.config import Settings
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import accepts_gzip, etag_matches, idempotency_key, int_path, json_object
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import require_admin
+from onsale.kernel.timefmt import utc_iso
 
 
 def event_json(row: Any) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from onsale.core.db import Database
-from onsale.core.dependency import is_outage
 from onsale.core.metrics import Metrics
+from onsale.kernel.db import Database
+from onsale.kernel.dependency import is_outage
 
 HEALTH_KEY = "onsale:health:core"
 WINDOW_SECONDS = 10.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 # A hard ceiling checked before the database is asked; the event's own
 # max_seats_per_hold (default 6) is enforced inside the hold transaction.

@@ -10,10 +10,11 @@ from typing import Any
 
 import asyncpg
 
-from onsale.core.db import UNAVAILABLE, queries
 from onsale.core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
 from onsale.core.metrics import Metrics
-from onsale.core.problems import Problem
+from onsale.core.queries import queries
+from onsale.kernel.db import UNAVAILABLE
+from onsale.kernel.problems import Problem
 
 DEADLOCK_RETRIES = 3
 _STATUS_BY_CLASS = {"OS400": 400, "OS404": 404, "OS409": 409}

@@ -10,14 +10,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.db import Database, queries
 from onsale.core.hold_rules import effective_status, parse_hold_request, request_digest
 from onsale.core.hold_store import create_hold, problem_from_db
-from onsale.core.inputs import idempotency_key, int_path, json_object, parse_uuid
-from onsale.core.problems import Problem
-from onsale.core.sessions import current_account
-from onsale.core.timefmt import utc_iso
+from onsale.core.queries import queries
 from onsale.edge.gate import Gate
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import idempotency_key, int_path, json_object, parse_uuid
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import current_account
+from onsale.kernel.timefmt import utc_iso
 
 
 def hold_id_path(request: Request) -> uuid.UUID:

@@ -20,9 +20,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from onsale.core.db import queries
 from onsale.core.metrics import Metrics
-from onsale.core.timefmt import utc_iso
+from onsale.core.queries import queries
+from onsale.kernel.timefmt import utc_iso
 
 log = logging.getLogger("onsale.outbox")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 T = TypeVar("T")
 

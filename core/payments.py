@@ -15,11 +15,12 @@ import signal
 import uuid
 from typing import Any
 
-from onsale.core.config import Settings
-from onsale.core.db import Database, queries
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import CAPTURE, VOID, Outcome, classify
 from onsale.core.psp_client import PspClient
+from onsale.core.queries import queries
+from onsale.kernel.config import Settings
+from onsale.kernel.db import Database
 
 log = logging.getLogger("onsale.payments")
 

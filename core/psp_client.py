@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from onsale.core.config import ConfigError, Settings
 from onsale.core.payment_rules import ProviderAnswer
+from onsale.kernel.config import ConfigError, Settings
 
 log = logging.getLogger("onsale.payments")
 

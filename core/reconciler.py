@@ -15,12 +15,12 @@ import asyncio
 import logging
 from typing import Any
 
-from onsale.core.db import queries
-from onsale.core.dependency import is_outage
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import AUTHORIZE, VOID, Outcome, after_lookup
 from onsale.core.payments import Payments
 from onsale.core.psp_client import search_hit
+from onsale.core.queries import queries
+from onsale.kernel.dependency import is_outage
 
 log = logging.getLogger("onsale.reconciler")
 LEASE_SECONDS = 60

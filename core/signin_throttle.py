@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 
-from onsale.core.problems import Problem
-from onsale.core.session_store import SESSIONS_DOWN, run_scripts
+from onsale.kernel.problems import Problem
+from onsale.kernel.session_store import SESSIONS_DOWN, run_scripts
 
 if TYPE_CHECKING:
-    from onsale.core.config import Settings
+    from onsale.kernel.config import Settings
 
 # KEYS: the address's counter. ARGV: now (ms), window (ms), limit.
 # Returns 0 (allowed) or the milliseconds until the window ends.

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from onsale.core.db import queries
-from onsale.core.dependency import is_outage
 from onsale.core.metrics import Metrics
+from onsale.core.queries import queries
+from onsale.kernel.dependency import is_outage
 
 log = logging.getLogger("onsale.sweeper")
 IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600

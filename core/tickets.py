@@ -22,9 +22,9 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from onsale.core.db import queries
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import STREAM, backoff, raise_if_cancelling
+from onsale.core.queries import queries
 
 log = logging.getLogger("onsale.tickets")
 

@@ -17,11 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.db import Database, queries
 from onsale.core.payment_rules import can_change, webhook_outcomes
 from onsale.core.payments import Payments
-from onsale.core.problems import Problem
 from onsale.core.psp_client import SIMULATOR_HEADER
+from onsale.core.queries import queries
+from onsale.kernel.db import Database
+from onsale.kernel.problems import Problem
 from onsale.psp.signature import HEADER, SignatureError, verify
 
 SIGNATURE_TOLERANCE_SECONDS = 300

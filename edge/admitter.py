@@ -18,15 +18,15 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from onsale.core.config import Settings
-from onsale.core.db import queries
 from onsale.edge.admission import RateMeter, admit_budget
 from onsale.edge.caches import EventConfig, every
 from onsale.edge.controller import Bounds, Decision, Health, Targets, decide
 from onsale.edge.draw import draw_order
 from onsale.edge.health import HealthSource
+from onsale.edge.queries import queries
 from onsale.edge.queue_store import Fenced, QueueStore
 from onsale.edge.runtime import Edge
+from onsale.kernel.config import Settings
 
 log = logging.getLogger("onsale.admitter")
 CONTROL_SECONDS = 2.0

@@ -12,15 +12,15 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from onsale.core.config import ConfigError, Settings
-from onsale.core.db import Database, create_pool
-from onsale.core.dependency import background_redis, request_redis_for
-from onsale.core.security import install as install_security
-from onsale.core.session_store import SessionStore
-from onsale.core.sessions import Sessions, build_sessions
 from onsale.edge import ops, ops_dashboard, routes
 from onsale.edge.pow import RiskHook, no_risk
 from onsale.edge.runtime import build_edge, start_edge, stop_edge
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.dependency import background_redis, request_redis_for
+from onsale.kernel.security import install as install_security
+from onsale.kernel.session_store import SessionStore
+from onsale.kernel.sessions import Sessions, build_sessions
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[Any]]
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from onsale.core.db import Database, queries
-from onsale.core.dependency import is_outage
+from onsale.edge.queries import queries
 from onsale.edge.queue_store import QueueStore
+from onsale.kernel.db import Database
+from onsale.kernel.dependency import is_outage
 
 log = logging.getLogger("onsale.edge")
 

@@ -23,7 +23,6 @@ from collections.abc import Callable
 
 from starlette.requests import HTTPConnection
 
-from onsale.core.problems import Problem
 from onsale.edge.caches import Marks, every
 from onsale.edge.queue_store import ADMISSION_STORE_DOWN, QueueStore
 from onsale.edge.tokens import (
@@ -34,6 +33,7 @@ from onsale.edge.tokens import (
     Verdict,
     admission_cookie,
 )
+from onsale.kernel.problems import Problem
 
 COOKIE_PREFIX = ADMISSION_COOKIE
 

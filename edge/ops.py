@@ -11,16 +11,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.db import queries
 from onsale.core.event_spec import QueueSpec, parse_queue_spec
 from onsale.core.event_store import commit_draw_seed
-from onsale.core.inputs import int_path, json_object
-from onsale.core.problems import Problem
-from onsale.core.sessions import require_admin
-from onsale.core.timefmt import utc_iso
 from onsale.edge.admission import eta_seconds
+from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge
+from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import require_admin
+from onsale.kernel.timefmt import utc_iso
 
 SETTINGS = ("queue_policy", "prequeue_at", "admission_rate_min", "admission_rate_max",
             "active_cap", "pow_difficulty")

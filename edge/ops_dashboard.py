@@ -27,18 +27,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from onsale.core.audit import run_audit
-from onsale.core.db import queries
-from onsale.core.dependency import describe
 from onsale.core.health import HEALTH_KEY
-from onsale.core.inputs import int_path, json_object
 from onsale.core.openapi import _EVENT, _json, _problem
-from onsale.core.problems import Problem
-from onsale.core.sessions import require_admin
-from onsale.core.timefmt import utc_iso
 from onsale.edge.fairness import FairnessInputError, compare, parse_scenario
 from onsale.edge.health import FRESH_SECONDS, fold
 from onsale.edge.ops import queue_doc
+from onsale.edge.queries import queries
 from onsale.edge.runtime import Edge
+from onsale.kernel.dependency import describe
+from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import require_admin
+from onsale.kernel.timefmt import utc_iso
 from onsale.seatmap.bus import ALIVE
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.queries import queries as seatmap_queries

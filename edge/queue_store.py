@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from onsale.core.dependency import request_redis
+from onsale.kernel.dependency import request_redis
 
 LUA_FILE = Path(__file__).with_suffix(".lua")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)

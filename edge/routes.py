@@ -19,19 +19,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.cookies import settings_cookie_policy
-from onsale.core.db import queries
-from onsale.core.inputs import int_path, json_object, parse_id
-from onsale.core.problems import Problem
-from onsale.core.sessions import current_account, signed_account
-from onsale.core.timefmt import utc_iso
 from onsale.edge.admission import eta_seconds, poll_after, position
 from onsale.edge.caches import EventConfig, Status
 from onsale.edge.limits import RateLimiter, retry_after
 from onsale.edge.pow import PowVerdict, RiskFacts, required_difficulty
+from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
+from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.inputs import int_path, json_object, parse_id
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import current_account, signed_account
+from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
 PAUSED_STATES = ("paused", "unhealthy")

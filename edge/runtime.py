@@ -10,15 +10,15 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from onsale.core.config import Settings
-from onsale.core.cookies import settings_cookie_policy
-from onsale.core.db import Database
 from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
 from onsale.edge.gate import Gate
 from onsale.edge.limits import RateLimiter
 from onsale.edge.pow import PowCodec, RiskHook, no_risk
 from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
+from onsale.kernel.config import Settings
+from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.db import Database
 
 
 def _per_minute(limit: int) -> RateLimiter:
@@ -90,7 +90,7 @@ def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None
 
 
 async def stop_edge(edge: Edge) -> None:
-    from onsale.core.background import stop_background
+    from onsale.kernel.tasks import stop_background
 
     await stop_background(edge.tasks)
     edge.tasks.clear()

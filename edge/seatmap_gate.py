@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
-from onsale.core.config import Settings
-from onsale.core.cookies import settings_cookie_policy
-from onsale.core.dependency import request_redis_for
-from onsale.core.problems import Problem
-from onsale.core.session_store import SessionStore
-from onsale.core.sessions import Sessions, build_sessions, current_account
 from onsale.edge.gate import Gate
 from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import Admission, AdmissionCodec, Verdict, admission_keys
+from onsale.kernel.config import Settings
+from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.dependency import request_redis_for
+from onsale.kernel.problems import Problem
+from onsale.kernel.session_store import SessionStore
+from onsale.kernel.sessions import Sessions, build_sessions, current_account
 
 
 @dataclass(frozen=True)

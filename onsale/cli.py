@@ -16,11 +16,10 @@ from typing import Any
 import asyncpg
 
 from onsale.core.audit import format_report, run_audit, violations
-from onsale.core.config import ConfigError, Settings, env_int
-from onsale.core.db import init_connection, queries
 from onsale.core.event_spec import EventSpec, parse_event_spec
 from onsale.core.event_store import create_event
 from onsale.core.migrate import MigrationError, migrate
+from onsale.core.queries import queries
 from onsale.embedded import (
     EmbeddedError,
     EmbeddedPostgres,
@@ -28,7 +27,9 @@ from onsale.embedded import (
     start_psp,
     start_valkey,
 )
-from onsale.http_limits import HttpLimits, HttpLimitsError
+from onsale.kernel.config import ConfigError, Settings, env_int
+from onsale.kernel.db import init_connection
+from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
 
 DEMO_EVENT = "onsale demo night"
 PROVIDER_ROLES = ("core", "worker")  # the roles that talk to the payment provider
@@ -136,7 +137,7 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
             if ready_message and self.started:
                 print(ready_message, flush=True)
 
-    from onsale.http_server import uvicorn_config
+    from onsale.kernel.http_server import uvicorn_config
 
     # HTTP: the bounded, corked protocol (docs/security.md#bounded-http), its limits
     # from ONSALE_HTTP_* (checked by the caller before any service starts).
@@ -281,7 +282,7 @@ def cmd_event_create(args: argparse.Namespace) -> int:
         value = getattr(args, field)
         if value is not None:
             body[field] = value
-    from onsale.core.problems import Problem
+    from onsale.kernel.problems import Problem
 
     try:
         with database_url() as url:

@@ -12,17 +12,18 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from onsale.core.app import build_core_app, build_payments, healthz
-from onsale.core.background import start_background, stop_background
-from onsale.core.config import Settings
-from onsale.core.db import Database, create_pool
-from onsale.core.dependency import background_redis
+from onsale.core.background import start_background
 from onsale.core.metrics import Metrics, metrics_endpoint
-from onsale.core.problems import http_exception_handler
 from onsale.core.reconciler import run_reconciler
 from onsale.core.sweeper import run_sweeper
 from onsale.edge.app import build_edge_app, mount_edge
 from onsale.edge.seatmap_gate import admission_gate
 from onsale.edge.seatmap_gate import install as install_admission_gate
+from onsale.kernel.config import Settings
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.dependency import background_redis
+from onsale.kernel.problems import http_exception_handler
+from onsale.kernel.tasks import stop_background
 from onsale.seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
 from onsale.seatmap.config import SeatmapSettings
 from onsale.web.page_errors import install as install_page_errors

@@ -10,8 +10,8 @@ import threading
 from types import FrameType
 from typing import Any
 
-from onsale.http_limits import HttpLimits, HttpLimitsError
-from onsale.http_server import uvicorn_config
+from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
+from onsale.kernel.http_server import uvicorn_config
 from onsale.psp.config import DEFAULT_PORT, PspConfig, PspConfigError
 
 

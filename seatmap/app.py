@@ -16,15 +16,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.background import stop_background
-from onsale.core.config import ConfigError, Settings
-from onsale.core.db import Database, create_pool
-from onsale.core.dependency import background_redis, request_redis_for
 from onsale.core.metrics import metrics_endpoint
 from onsale.core.openapi import openapi_endpoint
-from onsale.core.origins import public_origins
-from onsale.core.problems import http_exception_handler
-from onsale.core.security import install as install_security
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.dependency import background_redis, request_redis_for
+from onsale.kernel.origins import public_origins
+from onsale.kernel.problems import http_exception_handler
+from onsale.kernel.security import install as install_security
+from onsale.kernel.tasks import stop_background
 from onsale.seatmap.bus import Bus
 from onsale.seatmap.cdc import Consumer
 from onsale.seatmap.config import SeatmapSettings

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from onsale.core.config import ConfigError, env_int
+from onsale.kernel.config import ConfigError, env_int
 from onsale.seatmap.queries import identifier
 
 

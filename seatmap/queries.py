@@ -1,4 +1,4 @@
-"""Named SQL for the seat map, loaded from ``seatmap/sql/<name>.sql`` (as core.db.queries)."""
+"""Named SQL for the seat map, loaded from ``seatmap/sql/<name>.sql``."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import re
 from functools import cache
 from pathlib import Path
 
+from onsale.kernel.db import named_queries
+
 SQL_DIR = Path(__file__).parent / "sql"
-_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
 @cache
 def queries(name: str) -> dict[str, str]:
-    parts = _NAME.split((SQL_DIR / f"{name}.sql").read_text())
-    return {parts[i]: parts[i + 1].strip().rstrip(";") for i in range(1, len(parts), 2)}
+    return named_queries(SQL_DIR / f"{name}.sql")
 
 
 def identifier(name: str) -> str:

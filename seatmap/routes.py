@@ -30,9 +30,9 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from onsale.core.db import Database
-from onsale.core.inputs import accepts_gzip, etag_matches, parse_id
-from onsale.core.problems import Problem, ProblemResponse
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import accepts_gzip, etag_matches, parse_id
+from onsale.kernel.problems import Problem, ProblemResponse
 from onsale.seatmap.bus import Bus
 from onsale.seatmap.clients import Client, DirectClient, make_client
 from onsale.seatmap.config import SeatmapSettings

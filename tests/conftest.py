@@ -20,11 +20,11 @@ import pytest
 import redis.asyncio
 
 from onsale.core.app import build_core_app
-from onsale.core.config import Settings
-from onsale.core.db import init_connection
 from onsale.core.migrate import migrate
 from onsale.edge.app import mount_edge
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
+from onsale.kernel.config import Settings
+from onsale.kernel.db import init_connection
 from tests.sessions_support import mint_cookie
 
 ADMIN_TOKEN = "test-admin-token-0123456789"

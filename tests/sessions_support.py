@@ -15,9 +15,9 @@ import uuid
 
 import redis
 
-from onsale.core.config import Settings
-from onsale.core.session_store import CREATE_LUA, create_args
-from onsale.core.sessions import SessionCodec, SessionRef, new_session_id
+from onsale.kernel.config import Settings
+from onsale.kernel.session_store import CREATE_LUA, create_args
+from onsale.kernel.sessions import SessionCodec, SessionRef, new_session_id
 
 
 def mint_cookie(settings: Settings, account: uuid.UUID) -> str:

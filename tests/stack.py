@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 
 from onsale.core.app import build_payments
-from onsale.core.db import Database, create_pool
 from onsale.core.metrics import Metrics
 from onsale.core.payments import Payments
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey, free_port, start_valkey
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.sessions import COOKIE
 from tests.conftest import ADMIN_TOKEN, SECRET, Admissions, Admit, make_settings
 from tests.sessions_support import mint_cookie
 

@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from onsale.core.db import Database, queries
-from onsale.core.inputs import int_path, parse_id
-from onsale.core.problems import Problem
+from onsale.core.queries import queries
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import int_path, parse_id
+from onsale.kernel.problems import Problem
 from onsale.web.templating import render
 
 POLICY_WORDS = {

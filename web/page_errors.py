@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 from onsale.web.templating import problem_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]

@@ -19,12 +19,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from onsale.core.checkout import read_order
-from onsale.core.db import Database, queries
 from onsale.core.events import event_json
 from onsale.core.holds import hold_json
-from onsale.core.inputs import parse_id, parse_uuid
-from onsale.core.problems import Problem
-from onsale.core.timefmt import utc_iso
+from onsale.core.queries import queries
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import parse_id, parse_uuid
+from onsale.kernel.problems import Problem
+from onsale.kernel.timefmt import utc_iso
 from onsale.web.templating import problem_page, render, signed_in_account
 
 # What the shopper reads for each payment status of an order (docs/api.md).

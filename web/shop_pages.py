@@ -18,14 +18,15 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from onsale.core.config import Settings
-from onsale.core.cookies import settings_cookie_policy
-from onsale.core.db import Database, queries
 from onsale.core.events import event_json
-from onsale.core.inputs import parse_id
-from onsale.core.problems import Problem
-from onsale.core.sessions import Sessions
+from onsale.core.queries import queries
 from onsale.edge.tokens import ticket_cookie
+from onsale.kernel.config import Settings
+from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.db import Database
+from onsale.kernel.inputs import parse_id
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import Sessions
 from onsale.web.templating import problem_page, render, signed_in_account
 
 ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",

@@ -13,8 +13,8 @@ import httpx
 import redis.asyncio
 
 from onsale.core.passwords import scrypt_hash
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.sessions import COOKIE
 from tests.conftest import Api, build_api_app, hold, make_settings
 
 

@@ -46,7 +46,7 @@ async def stack(pg: EmbeddedPostgres, template_db: str,
 @pytest.fixture
 async def db(stack: Stack) -> AsyncIterator[Any]:
     conn = await asyncpg.connect(stack.db_url)
-    from onsale.core.db import init_connection
+    from onsale.kernel.db import init_connection
 
     await init_connection(conn)
     try:

@@ -19,9 +19,9 @@ import asyncpg
 import httpx
 import pytest
 
-from onsale.core.db import init_connection
 from onsale.core.reconciler import reconcile_once
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey
+from onsale.kernel.db import init_connection
 from tests.conftest import audit_clean, fresh_database
 from tests.integration.test_checkout import (
     checkout,

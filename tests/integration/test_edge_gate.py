@@ -12,9 +12,9 @@ import httpx
 import redis.asyncio
 
 from onsale.core.app import build_core_app
-from onsale.core.session_store import SessionStore
 from onsale.edge.tokens import AdmissionCodec, admission_keys
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.session_store import SessionStore
 from tests.conftest import SECRET, Api, make_settings
 from tests.integration.edge_support import (
     Visitor,

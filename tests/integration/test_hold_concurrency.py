@@ -11,11 +11,11 @@ from typing import Any
 import asyncpg
 import pytest
 
-from onsale.core.db import init_connection
 from onsale.core.hold_rules import SeatsRequest, request_digest
 from onsale.core.hold_store import create_hold
 from onsale.core.metrics import Metrics
-from onsale.core.problems import Problem
+from onsale.kernel.db import init_connection
+from onsale.kernel.problems import Problem
 from tests.conftest import Api, audit_clean, hold
 
 

@@ -19,8 +19,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from websockets.sync.client import connect as ws_connect
 
-from onsale.http_limits import HttpLimits
-from onsale.http_server import uvicorn_config
+from onsale.kernel.http_limits import HttpLimits
+from onsale.kernel.http_server import uvicorn_config
 from tests.integration.test_http_limits import closed_by_server, read_response
 
 

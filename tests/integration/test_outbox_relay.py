@@ -12,8 +12,6 @@ import asyncpg
 import pytest
 import redis.asyncio
 
-from onsale.core.background import stop_background
-from onsale.core.db import create_pool, init_connection
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import (
     STREAM,
@@ -23,8 +21,10 @@ from onsale.core.outbox_relay import (
     run_relay,
     update_backlog,
 )
-from onsale.core.timefmt import utc_iso
 from onsale.embedded import free_port
+from onsale.kernel.db import create_pool, init_connection
+from onsale.kernel.tasks import stop_background
+from onsale.kernel.timefmt import utc_iso
 from tests.conftest import make_settings
 
 Redis = redis.asyncio.Redis

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from onsale.core.sessions import COOKIE
+from onsale.kernel.sessions import COOKIE
 from tests.conftest import Api, audit_clean
 
 

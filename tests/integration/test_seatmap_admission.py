@@ -14,8 +14,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from onsale.compose import build_app
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.sessions import COOKIE
 from tests.conftest import Api, make_settings
 from tests.integration.edge_support import Visitor, edge_api, new_accounts
 from tests.seatmap_support import seatmap_settings, serving

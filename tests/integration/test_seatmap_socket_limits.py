@@ -18,8 +18,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from onsale.compose import build_app
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.sessions import COOKIE
 from onsale.seatmap.bus import Bus
 from onsale.seatmap.sockets import CLOSE_EXPIRED, CLOSE_POLICY, CLOSE_REVOKED, CLOSE_TOO_BIG
 from tests.conftest import Api, make_settings

@@ -15,8 +15,8 @@ import pytest
 import redis.asyncio
 from prometheus_client import generate_latest
 
-from onsale.core.problems import Problem
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.problems import Problem
 from onsale.seatmap.app import build_seatmap_app
 from onsale.seatmap.bus import META, VERSIONS, Bus
 from onsale.seatmap.config import SeatmapSettings

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from onsale.core.session_store import index_key, record_key
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey, start_valkey
+from onsale.kernel.session_store import index_key, record_key
+from onsale.kernel.sessions import COOKIE
 from tests.conftest import Api, build_api_app, hold, make_settings
 from tests.stack import eventually
 

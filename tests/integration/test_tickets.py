@@ -15,7 +15,6 @@ import pytest
 import redis.asyncio
 
 from onsale.compose import build_worker_app
-from onsale.core.db import create_pool
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import STREAM, relay_once, relay_pass
 from onsale.core.tickets import (
@@ -26,6 +25,7 @@ from onsale.core.tickets import (
     run_ticket_consumer,
 )
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.db import create_pool
 from tests.conftest import make_settings
 from tests.integration.test_outbox_relay import cancel, eventually, sample
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from onsale.core.db import queries
+from onsale.core.queries import queries
 from onsale.edge.ops_dashboard import OpsState
 from onsale.embedded import EmbeddedValkey
 from onsale.web import ops_pages

@@ -12,9 +12,9 @@ import httpx
 from redis.asyncio import Redis
 
 from onsale.compose import build_app
-from onsale.core.session_store import SessionStore
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.session_store import SessionStore
+from onsale.kernel.sessions import COOKIE
 from onsale.web import seat_pages
 from tests.conftest import Api, hold, make_settings
 from tests.sessions_support import mint_cookie

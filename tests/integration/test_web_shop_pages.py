@@ -12,8 +12,8 @@ import pytest
 import redis.asyncio
 
 from onsale.compose import build_app
-from onsale.core.sessions import COOKIE
 from onsale.embedded import EmbeddedValkey
+from onsale.kernel.sessions import COOKIE
 from onsale.web.pages import page_routes
 from tests.conftest import Api, build_api_app, make_settings
 

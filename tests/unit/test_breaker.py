@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onsale.core.breaker import Breaker, Change, State
+from onsale.kernel.breaker import Breaker, Change, State
 
 
 class Clock:

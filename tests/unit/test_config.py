@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from onsale.core.config import ConfigError, Settings
+from onsale.kernel.config import ConfigError, Settings
 
 BASE = {
     "DATABASE_URL": "postgresql://user@db.example/onsale",
@@ -226,7 +226,7 @@ def test_unrelated_variables_are_ignored() -> None:
 
 
 def test_pool_min_above_max_is_a_config_error() -> None:
-    from onsale.core.config import ConfigError, Settings
+    from onsale.kernel.config import ConfigError, Settings
 
     env = {"DATABASE_URL": "postgresql://x/y", "ONSALE_SECRET_KEY": "s" * 16,
            "ONSALE_ADMIN_TOKEN": "a" * 16, "ONSALE_DB_POOL_MIN": "30", "ONSALE_DB_POOL_MAX": "10"}
@@ -260,7 +260,7 @@ def test_provider_settings_are_read_and_the_url_normalised() -> None:
     ({"ONSALE_CRASH_AT": "somewhere"}, "ONSALE_CRASH_AT"),
 ])
 def test_bad_provider_settings_are_config_errors(override: dict[str, str], needle: str) -> None:
-    from onsale.core.config import ConfigError, Settings
+    from onsale.kernel.config import ConfigError, Settings
 
     with pytest.raises(ConfigError, match=needle):
         Settings.from_env({**BASE, **PSP, **override})

@@ -9,9 +9,9 @@ import logging
 import pytest
 import redis.exceptions
 
-from onsale.core.breaker import Breaker, State
-from onsale.core.dependency import Dependency, DependencyUnavailable, RedisUnavailable, is_outage
-from onsale.core.problems import Problem
+from onsale.kernel.breaker import Breaker, State
+from onsale.kernel.dependency import Dependency, DependencyUnavailable, RedisUnavailable, is_outage
+from onsale.kernel.problems import Problem
 
 
 class Clock:

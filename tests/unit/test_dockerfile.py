@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from onsale.cli import parser as cli_parser
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
-from onsale.core.config import Settings
+from onsale.kernel.config import Settings
 from onsale.psp.cli import parser as psp_parser
 from onsale.psp.config import PspConfig
 from onsale.seatmap.config import SeatmapSettings

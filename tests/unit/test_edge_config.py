@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onsale.core.config import ConfigError, Settings
+from onsale.kernel.config import ConfigError, Settings
 
 BASE = {"DATABASE_URL": "postgresql://x/y", "ONSALE_SECRET_KEY": "s" * 16,
         "ONSALE_ADMIN_TOKEN": "a" * 16}

@@ -7,10 +7,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from onsale.compose import ROLES, build_app
-from onsale.core.config import ConfigError, Settings
 from onsale.core.openapi import document
-from onsale.core.problems import TITLES
 from onsale.edge.app import build_edge_app
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.problems import TITLES
 from onsale.web.pages import page_routes
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",

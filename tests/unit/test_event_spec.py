@@ -9,7 +9,7 @@ import pytest
 
 from onsale.core.event_spec import MAX_SEATS, EventSpec, parse_event_spec
 from onsale.core.layout import DEFAULT_TIERS
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 NOW = datetime(2030, 1, 15, 9, 30, tzinfo=UTC)
 DEFAULTS: dict[str, Any] = {"default_ttl": 300, "default_limit": 6, "default_max_hold": 6}

@@ -17,7 +17,7 @@ from onsale.core.hold_rules import (
     parse_hold_request,
     request_digest,
 )
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 ROUTE = "POST /api/events/{event_id}/holds"
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from onsale.http_limits import (
+from onsale.kernel.http_limits import (
     HttpLimits,
     HttpLimitsError,
     head_refusal,
     partial_head_too_large,
     refusal_bytes,
 )
-from onsale.http_server import RequestLimit
+from onsale.kernel.http_server import RequestLimit
 
 LIMITS = HttpLimits(max_head_bytes=16384, max_headers=100, max_body_bytes=65536)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from onsale.http_protocol import CorkedTransport
+from onsale.kernel.http_protocol import CorkedTransport
 
 
 class FakeTransport:

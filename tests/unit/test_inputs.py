@@ -6,7 +6,13 @@ import uuid
 
 import pytest
 
-from onsale.core.inputs import accepts_gzip, etag_matches, is_json_media_type, parse_id, parse_uuid
+from onsale.kernel.inputs import (
+    accepts_gzip,
+    etag_matches,
+    is_json_media_type,
+    parse_id,
+    parse_uuid,
+)
 
 
 @pytest.mark.parametrize(("header", "expected"), [

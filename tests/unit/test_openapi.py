@@ -16,9 +16,9 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from onsale.core.app import build_core_app
-from onsale.core.config import Settings
 from onsale.core.openapi import document, openapi_endpoint
-from onsale.core.problems import TITLES
+from onsale.kernel.config import Settings
+from onsale.kernel.problems import TITLES
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -223,7 +223,7 @@ async def test_405_allow_lists_every_documented_method(app: Starlette,
 
 def test_worker_role_needs_no_signing_secrets() -> None:
     from onsale.compose import build_app
-    from onsale.core.config import ConfigError
+    from onsale.kernel.config import ConfigError
 
     env = {"DATABASE_URL": "postgresql://unused/x"}
     worker = build_app("worker", Settings.from_env(env, require_secrets=False))

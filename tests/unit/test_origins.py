@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from onsale.core.cookies import cookie_policy, is_loopback_host
-from onsale.core.origins import (
+from onsale.kernel.cookies import cookie_policy, is_loopback_host
+from onsale.kernel.origins import (
     is_cross_site,
     origin_of,
     page_policy,

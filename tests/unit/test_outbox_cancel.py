@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from onsale.core.background import stop_background
 from onsale.core.outbox_relay import raise_if_cancelling
+from onsale.kernel.tasks import stop_background
 
 
 async def test_a_swallowed_cancellation_still_stops_the_loop() -> None:

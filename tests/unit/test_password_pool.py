@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from onsale.core.password_pool import PasswordPool
-from onsale.core.problems import Problem, problem_handler
+from onsale.kernel.problems import Problem, problem_handler
 
 
 @pytest.fixture

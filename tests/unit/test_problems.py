@@ -9,7 +9,7 @@ import pytest
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from onsale.core.problems import (
+from onsale.kernel.problems import (
     TITLES,
     Problem,
     ProblemResponse,

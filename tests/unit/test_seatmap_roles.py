@@ -7,8 +7,8 @@ import pytest
 from starlette.routing import Route, WebSocketRoute
 
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
-from onsale.core.config import ConfigError, Settings
 from onsale.core.openapi import document
+from onsale.kernel.config import ConfigError, Settings
 from onsale.seatmap.config import SeatmapSettings
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",

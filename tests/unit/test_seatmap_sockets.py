@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from onsale.core.config import ConfigError
+from onsale.kernel.config import ConfigError
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.sockets import (
     CLOSE_EXPIRED,

@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.config import ConfigError, Settings, security_settings
-from onsale.core.security import HSTS, install, security_options
+from onsale.kernel.config import ConfigError, Settings, security_settings
+from onsale.kernel.security import HSTS, install, security_options
 
 BASE = Settings(database_url="postgresql://x", redis_url=None, secret_key="s" * 32,
                 admin_token="a" * 32, public_url="https://shop.example")

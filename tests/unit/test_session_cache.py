@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from onsale.core.session_cache import SessionCache, Verdict
+from onsale.kernel.session_cache import SessionCache, Verdict
 
 V, G, R = Verdict.VALID, Verdict.GONE, Verdict.READ
 

@@ -16,10 +16,10 @@ from itsdangerous import URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
-from onsale.core.cookies import cookie_policy
-from onsale.core.problems import Problem
-from onsale.core.session_store import SESSIONS_DOWN
-from onsale.core.sessions import (
+from onsale.kernel.cookies import cookie_policy
+from onsale.kernel.problems import Problem
+from onsale.kernel.session_store import SESSIONS_DOWN
+from onsale.kernel.sessions import (
     COOKIE,
     SessionCodec,
     SessionRef,

@@ -1,4 +1,4 @@
-"""onsale.http_protocol subclasses uvicorn's httptools protocol and relies on how its
+"""onsale.kernel.http_protocol subclasses uvicorn's httptools protocol and relies on how its
 methods and its request cycle behave. This fails when uvicorn changes under it: a new
 version, or different code in any method the bounded protocol overrides or calls.
 Re-read those methods, re-run tests/integration/test_http_limits.py and bench/hostile.py,
@@ -65,4 +65,4 @@ def test_the_protocol_methods_we_build_on_are_unchanged() -> None:
                 if digest(getattr(httptools_impl.RequestResponseCycle, name)) != want}
     if digest(flow_control.FlowControl) != FLOW:
         changed.add("FlowControl")
-    assert not changed, f"uvicorn changed under onsale.http_protocol: {sorted(changed)}"
+    assert not changed, f"uvicorn changed under onsale.kernel.http_protocol: {sorted(changed)}"

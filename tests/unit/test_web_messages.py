@@ -1,6 +1,6 @@
 """Every problem code the API can return has a human sentence for the pages."""
 
-from onsale.core.problems import TITLES
+from onsale.kernel.problems import TITLES
 from onsale.web.messages import FALLBACK, SENTENCES, sentence
 
 

@@ -7,7 +7,7 @@ import pytest
 from starlette.applications import Starlette
 
 from onsale.compose import build_app
-from onsale.core.config import Settings
+from onsale.kernel.config import Settings
 from onsale.web.messages import SENTENCES
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",

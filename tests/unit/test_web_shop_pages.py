@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 
-from onsale.core.cookies import cookie_policy
-from onsale.core.problems import Problem
-from onsale.core.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from onsale.kernel.cookies import cookie_policy
+from onsale.kernel.problems import Problem
+from onsale.kernel.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
 from onsale.web import shop_pages
 from tests.sessions_support import MemorySessionStore
 

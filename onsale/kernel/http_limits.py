@@ -1,6 +1,6 @@
 """The limits every public HTTP listener enforces (docs/security.md#bounded-http).
 
-Plain values and pure verdicts: ``onsale.http_protocol`` feeds them what it has
+Plain values and pure verdicts: ``onsale.kernel.http_protocol`` feeds them what it has
 parsed and sends what they decide. Read once from ``ONSALE_HTTP_*`` variables by
 every role and by the payment simulator.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from onsale.core.cookies import is_loopback_host
+from onsale.kernel.cookies import is_loopback_host
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Sec-Fetch-Site values of a request this site's own pages (or the user) made.

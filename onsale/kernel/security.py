@@ -23,9 +23,9 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from onsale.core.config import Settings
-from onsale.core.origins import UNSAFE_METHODS, is_cross_site, page_policy, public_origins
-from onsale.core.problems import Problem, ProblemResponse
+from onsale.kernel.config import Settings
+from onsale.kernel.origins import UNSAFE_METHODS, is_cross_site, page_policy, public_origins
+from onsale.kernel.problems import Problem, ProblemResponse
 
 HSTS = "max-age=63072000; includeSubDomains"
 REFERRER_POLICY = "strict-origin-when-cross-origin"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from onsale.core.config import Settings
+    from onsale.kernel.config import Settings
 
 HOST_PREFIX = "__Host-"
 

@@ -1,5 +1,5 @@
 """How every onsale listener is served: uvicorn with the bounded, corked protocol
-(``onsale.http_protocol``), the cap on requests in progress, and quiet client
+(``onsale.kernel.http_protocol``), the cap on requests in progress, and quiet client
 disconnects. Used by ``onsale dev``/``serve`` and by ``onsale psp``."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect
 
-from onsale.http_limits import HttpLimits, refusal_body
-from onsale.http_protocol import protocol_class
+from onsale.kernel.http_limits import HttpLimits, refusal_body
+from onsale.kernel.http_protocol import protocol_class
 
 log = logging.getLogger("onsale.http")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from onsale.core.problems import Problem
+from onsale.kernel.problems import Problem
 
 MAX_BODY = 64 * 1024
 _ID = re.compile(r"[0-9]{1,19}")  # ASCII only: int() and str.isdigit() take '²' and '٣'

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from onsale.core.origins import parse_origin
+from onsale.kernel.origins import parse_origin
 
 
 class ConfigError(ValueError):

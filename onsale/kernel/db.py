@@ -6,18 +6,16 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from onsale.core.breaker import Breaker
-from onsale.core.config import Settings
-from onsale.core.dependency import Dependency, DependencyUnavailable
-from onsale.core.problems import Problem
+from onsale.kernel.breaker import Breaker
+from onsale.kernel.config import Settings
+from onsale.kernel.dependency import Dependency, DependencyUnavailable
+from onsale.kernel.problems import Problem
 
-SQL_DIR = Path(__file__).parent / "sql"
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 # Errors that mean "the database cannot answer now": never guess, refuse.
@@ -34,15 +32,11 @@ UNAVAILABLE: tuple[type[BaseException], ...] = (
 )
 
 
-@cache
-def queries(name: str) -> dict[str, str]:
-    """Load ``core/sql/<name>.sql``: blocks introduced by ``-- name: query_name``."""
-    text = (SQL_DIR / f"{name}.sql").read_text()
-    parts = _NAME.split(text)
-    out: dict[str, str] = {}
-    for i in range(1, len(parts), 2):
-        out[parts[i]] = parts[i + 1].strip().rstrip(";")
-    return out
+def named_queries(path: Path) -> dict[str, str]:
+    """The blocks of a SQL file, each introduced by ``-- name: query_name``. Each tier
+    loads its own folder (``onsale.core.queries``, ``onsale.edge.queries``, …)."""
+    parts = _NAME.split(path.read_text())
+    return {parts[i]: parts[i + 1].strip().rstrip(";") for i in range(1, len(parts), 2)}
 
 
 async def init_connection(conn: Any) -> None:

@@ -27,8 +27,8 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from onsale.core.breaker import Breaker, Change, State
-from onsale.core.config import Settings
+from onsale.kernel.breaker import Breaker, Change, State
+from onsale.kernel.config import Settings
 
 log = logging.getLogger("onsale.dependency")
 T = TypeVar("T")
@@ -161,7 +161,7 @@ def describe(exc: BaseException) -> str:
 
 def is_outage(exc: BaseException) -> bool:
     """A dependency being down (already logged once by its breaker), not a bug."""
-    from onsale.core.problems import Problem
+    from onsale.kernel.problems import Problem
 
     return isinstance(exc, DependencyUnavailable) or (
         isinstance(exc, Problem) and exc.status == 503)

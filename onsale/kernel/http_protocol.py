@@ -19,7 +19,7 @@
 - Past ``max_connections`` open HTTP connections in the process, a new one is
   answered 503 with ``Retry-After`` and closed at once. (A WebSocket leaves the
   count when it upgrades; the seat map caps sockets per account itself.) The cap on requests
-  in progress is ``onsale.http_server.RequestLimit``.
+  in progress is ``onsale.kernel.http_server.RequestLimit``.
 
 **Corked writes.** uvicorn writes a response's head and body with two
 ``transport.write`` calls, which on a keep-alive connection means two ``send``
@@ -43,7 +43,7 @@ import httptools
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from onsale.http_limits import (
+from onsale.kernel.http_limits import (
     HttpLimits,
     head_refusal,
     partial_head_too_large,

@@ -27,13 +27,13 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
-from onsale.core.cookies import CookiePolicy, settings_cookie_policy
-from onsale.core.problems import Problem
-from onsale.core.session_cache import SessionCache, Verdict
-from onsale.core.session_store import SESSIONS_DOWN, Store
+from onsale.kernel.cookies import CookiePolicy, settings_cookie_policy
+from onsale.kernel.problems import Problem
+from onsale.kernel.session_cache import SessionCache, Verdict
+from onsale.kernel.session_store import SESSIONS_DOWN, Store
 
 if TYPE_CHECKING:
-    from onsale.core.config import Settings
+    from onsale.kernel.config import Settings
 
 COOKIE = "onsale_session"
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
