@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-smoke clean
 
 demo: $(VENV)/.installed
 	$(BIN)/onsale dev
@@ -24,8 +24,14 @@ lint: $(VENV)/.installed
 	$(BIN)/mypy
 	cd .typecheck && ../$(BIN)/lint-imports ../pyproject.toml
 
+# Figures: docs/benchmarks.md (each bench starts its own throwaway stack).
 bench: $(VENV)/.installed
 	$(BIN)/python bench/holds.py
+
+# Every bench in bench/ for a few seconds: fails if one cannot run, prints no figure or
+# its audit finds a violation; never on a time or a rate (bench/smoke.py).
+bench-smoke: $(VENV)/.installed
+	$(BIN)/python bench/smoke.py
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("onsale needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'

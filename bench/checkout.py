@@ -1,14 +1,20 @@
-"""Drive full checkouts (hold -> checkout -> confirmed) against a running
-``onsale dev`` and its provider simulator, and print figures.
+"""Drive full checkouts (hold -> checkout -> confirmed) over HTTP, with the provider
+simulator, and print figures.
 
-    make demo                                   # in one terminal (or: .venv/bin/onsale dev)
-    .venv/bin/python bench/checkout.py --duration 20 --concurrency 32
+    .venv/bin/python bench/checkout.py --duration 20 --accounts 40   # its own onsale dev
+    .venv/bin/python bench/checkout.py --url http://127.0.0.1:8000 --data-dir .onsale
+    .venv/bin/python bench/checkout.py --smoke
+
+Without ``--url`` it starts ``onsale dev`` (and so the simulator) in a throwaway data
+directory with the per-address throttles raised, as bench/holds.py does; a server
+given with ``--url`` must have them raised (docs/benchmarks.md).
 
 Each worker loops: hold 1-2 free seats, check out with the approving test card
 (authorize -> sale -> capture, all inside the request), reads the order back
 (GET /api/orders/{id}, as the order page polls it), and records the latency
 of each step. Prints authorizations/s, p50/p95/p99 per step, the
-states reached, the server's memory and the invariant audit.
+states reached, the server's memory and ``onsale audit``. Figure lines:
+bench/figures.py.
 """
 
 from __future__ import annotations
@@ -25,15 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.holds import (
-    Conn,
-    audit,
-    database_url,
-    pct,
-    run_fast,
-    server_rss_mb,
-    setup,
-)
+from bench.figures import figure
+from bench.holds import Conn, pct, run_fast, server_rss_mb, setup
+from bench.stack import BENCH_LIMITS, DevServer, database_url, run_audit, start_dev
+
+TARGET_AUTHORIZATIONS = 1000.0  # per second (docs/benchmarks.md#checkouts-end-to-end)
 
 
 async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
@@ -86,38 +88,76 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--url", default="http://127.0.0.1:8000")
-    p.add_argument("--admin-token", default=None, help="default: .onsale/secrets.json")
-    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"))
+    p.add_argument("--url", default=None,
+                   help="a running server (default: start a throwaway onsale dev)")
+    p.add_argument("--admin-token", default=None, help="with --url; default: "
+                   "ONSALE_ADMIN_TOKEN from <data-dir>/secrets.json")
+    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"),
+                   help="with --url: the server's data directory (or set DATABASE_URL)")
     p.add_argument("--duration", type=float, default=20.0)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--accounts", type=int, default=200)
     p.add_argument("--seats", type=int, default=50_000)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds on a small event: does it run (bench/smoke.py)")
     args = p.parse_args()
     args.hold_ttl = 300
-    data_dir = Path(args.data_dir)
-    if args.admin_token is None:
-        args.admin_token = json.loads((data_dir / "secrets.json").read_text())["ONSALE_ADMIN_TOKEN"]
-    host, _, port_s = args.url.removeprefix("http://").partition(":")
-    port = int(port_s or 80)
+    if args.smoke:
+        args.duration, args.concurrency, args.accounts, args.seats = 2.0, 4, 10, 2_000
+    server: DevServer | None = None
+    code = 2
+    try:
+        if args.url is None:
+            server = start_dev(seats=1_000 if args.smoke else 50_000, env=BENCH_LIMITS)
+            args.url, args.admin_token = server.url, server.admin_token
+            data_dir = server.data_dir
+        else:
+            data_dir = Path(args.data_dir)
+            if args.admin_token is None:
+                secrets = json.loads((data_dir / "secrets.json").read_text())
+                args.admin_token = secrets["ONSALE_ADMIN_TOKEN"]
+        code = measure(args, server, data_dir)
+        return code
+    finally:
+        if server is not None:
+            server.stop(remove=code == 0)
 
+
+def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) -> int:
+    host, _, port_s = args.url.removeprefix("http://").rstrip("/").partition(":")
+    port = int(port_s or 80)
     event_id, cookies = asyncio.run(setup(args, host, port))
     steps, outcomes, elapsed = run_fast(drive(args, host, port, event_id, cookies))
+    if not steps["checkout"]:
+        raise SystemExit("no checkout completed: " + ", ".join(
+            f"{k}={v}" for k, v in outcomes.most_common()))
     confirmed = outcomes.get("CONFIRMED/CAPTURED", 0) + outcomes.get("CONFIRMED/AUTHORIZED", 0)
+    rate = len(steps["checkout"]) / elapsed
     print(f"checkouts over HTTP: event {event_id}, {args.concurrency} connections, "
           f"{elapsed:.1f}s, approving test card")
-    print(f"  authorizations/s  {len(steps['checkout']) / elapsed:,.0f}  "
+    print(f"  authorizations/s  {rate:,.0f}  "
           f"({len(steps['checkout']):,} checkouts; confirmed {confirmed / elapsed:,.0f}/s)")
     print("  outcomes          " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
+    pcts: dict[str, list[float]] = {}
     for name, values in steps.items():
         ms = sorted(v * 1000 for v in values)
         if ms:
+            pcts[name] = ms
             print(f"  {name:<9} ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
                   f"p99={pct(ms, 0.99):.1f} max={ms[-1]:.1f}")
-    rss = server_rss_mb(port)
+    rss = server.rss_mib() if server is not None else server_rss_mb(port)
     if rss is not None:
         print(f"  server RSS        {rss:.0f} MiB")
-    violations = asyncio.run(audit(database_url(data_dir)))
+    figure("checkout.authorizations_per_s", round(rate, 1), "/s",
+           target=TARGET_AUTHORIZATIONS)
+    figure("checkout.confirmed_share", round(confirmed / len(steps["checkout"]), 4), "share")
+    for name in ("checkout", "order", "hold"):
+        if name in pcts:
+            figure(f"checkout.{name}_p99", round(pct(pcts[name], 0.99), 2), "ms")
+    if rss is not None:
+        figure("checkout.server_rss", round(rss, 1), "MiB")
+    url = server.database_url() if server is not None else database_url(data_dir)
+    violations = run_audit(url, "checkout")
     print(f"  invariant violations: {violations}")
     return 1 if violations else 0
 

@@ -1,7 +1,8 @@
 """Measure the waiting room: joins/s, queue polls/s per edge process, and Redis
 commands per poll (INFO commandstats deltas; the target is 0).
 
-    .venv/bin/python bench/edge.py --queued 200000 --duration 15 --concurrency 64
+    .venv/bin/python bench/edge.py --queued 200000 --http-joins 20000 --duration 15
+    .venv/bin/python bench/edge.py --smoke                # a few seconds, small
 
 Self-contained: starts its own PostgreSQL and Valkey in a temporary
 directory and one ``onsale serve --role edge`` process (its admitter
@@ -14,7 +15,8 @@ then
      keep-alive connections for ``--duration`` seconds, visitors spread over
      the whole queue, and counts every Redis command the server sent meanwhile.
 The load generator shares the machine with the server: on 2 cores it takes
-about half of one.
+about half of one. Figure lines: bench/figures.py (joins over HTTP beside the join
+script's rate, their ceiling in the same run).
 """
 
 from __future__ import annotations
@@ -33,10 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.holds import Conn, pct, run_fast, server_rss_mb
-
-SECRET = "bench-secret-key-0123456789abcdef"
-ADMIN = "bench-admin-token-0123456789"
+from bench.figures import figure
+from bench.holds import Conn, pct, run_fast
+from bench.stack import ADMIN, SECRET, refused, rss_mib, start_role, stop_all, tidy
 
 
 async def prepare(db_url: str) -> int:
@@ -134,7 +135,7 @@ async def http_joins(host: str, port: int, event_id: int, accounts: list[uuid.UU
                                               {"Cookie": cookies[account]})
             latencies.append(time.perf_counter() - t0)
             if status != 200:
-                raise SystemExit(f"join failed: {status} {body[:200]!r}")
+                raise refused(status, f"/api/events/{event_id}/queue", body)
             tickets.append(json.loads(body)["ticket"])
 
     started = time.perf_counter()
@@ -194,24 +195,17 @@ async def polls(host: str, port: int, event_id: int, visitors: list[tuple[str, s
     return time.perf_counter() - started, latencies, states
 
 
-def start_role(role: str, env: dict[str, str], port: int) -> subprocess.Popen[str]:
-    onsale = str(Path(sys.executable).parent / "onsale")
-    proc = subprocess.Popen([onsale, "serve", "--role", role, "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "serving on" in line:
-            return proc
-    raise SystemExit(f"the {role} process did not start")
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--queued", type=int, default=200_000)
     p.add_argument("--http-joins", type=int, default=20_000)
     p.add_argument("--duration", type=float, default=15.0)
     p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds, a small queue: does it run (bench/smoke.py)")
     args = p.parse_args()
+    if args.smoke:
+        args.queued, args.http_joins, args.duration, args.concurrency = 20_000, 2_000, 2.0, 16
 
     from onsale.edge.tokens import Ticket, TicketCodec, admission_keys
     from onsale.embedded import free_port, start_postgres, start_valkey
@@ -219,7 +213,8 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="onsale-bench-edge-"))
     pg = start_postgres(base / "pg", fast=True)
     valkey = start_valkey(base / "valkey", persist=False)
-    started: list[subprocess.Popen[str]] = []
+    started: list[subprocess.Popen[bytes]] = []
+    done = False
     try:
         event_id = asyncio.run(prepare(pg.url))
         port = free_port()
@@ -229,21 +224,21 @@ def main() -> int:
                "ONSALE_POLL_LIMIT_ACCOUNT": "1000000000"}
         # A core process too: it reports its health, so the admitter runs
         # (without core, admission pauses and visitors see "paused").
-        started.append(start_role("core", env, free_port()))
-        started.append(start_role("edge", env, port))
+        started.append(start_role("core", env, free_port(), base / "core.log"))
+        started.append(start_role("edge", env, port, base / "edge.log"))
         host = "127.0.0.1"
         accounts = [uuid.uuid4() for _ in range(args.http_joins)]
         memory_before = asyncio.run(used_memory(valkey.url))
         cpu_before = cpu_seconds(started[-1].pid)
         cookies = session_cookies(valkey.url, accounts)
-        elapsed, join_ms, _ = run_fast(http_joins(host, port, event_id, accounts,
-                                                  args.concurrency, cookies))
+        elapsed_joins, join_ms, _ = run_fast(http_joins(host, port, event_id, accounts,
+                                                        args.concurrency, cookies))
         join_cpu = cpu_seconds(started[-1].pid) - cpu_before
         join_ms = sorted(v * 1000 for v in join_ms)
         print(f"edge bench: event {event_id}, one edge process, {args.concurrency} connections")
-        print(f"  joins over HTTP     {len(accounts) / elapsed:,.0f}/s  ({len(accounts):,}; "
-              f"p50={pct(join_ms, .5):.1f} p99={pct(join_ms, .99):.1f} ms; "
-              f"{len(accounts) / join_cpu:,.0f} joins per edge CPU-second)")
+        print(f"  joins over HTTP     {len(accounts) / elapsed_joins:,.0f}/s  "
+              f"({len(accounts):,}; p50={pct(join_ms, .5):.1f} p99={pct(join_ms, .99):.1f} "
+              f"ms; {len(accounts) / max(join_cpu, 1e-9):,.0f} joins per edge CPU-second)")
         rest = max(0, args.queued - args.http_joins)
         script_s, placed = asyncio.run(script_joins(valkey.url, event_id, rest))
         if rest:
@@ -273,7 +268,7 @@ def main() -> int:
               f"p50={pct(poll_ms, .5):.1f} p99={pct(poll_ms, .99):.1f} ms; "
               f"states {states})")
         print(f"  edge CPU            {cpu / elapsed:.0%} of one core while polling: "
-              f"{n / cpu:,.0f} polls per CPU-second")
+              f"{n / max(cpu, 1e-9):,.0f} polls per CPU-second")
         total = sum(delta.values())
         idle_total = sum(idle.values()) * elapsed / args.duration
         print(f"  Redis commands      {total:,} while polling, {idle_total:,.0f} in as long "
@@ -281,16 +276,27 @@ def main() -> int:
               f"(all: {total / max(n, 1):.5f}/poll)")
         print(f"    while polling     {delta}")
         print(f"    idle              {idle}")
-        rss = server_rss_mb(port)
-        if rss is not None:
-            print(f"  edge RSS            {rss:.0f} MiB")
+        rss = rss_mib(started[-1].pid)
+        print(f"  edge RSS            {rss:.0f} MiB")
+        joins = len(accounts) / elapsed_joins
+        figure("edge.http_joins_per_s", round(joins, 1), "/s",
+               ceiling=round(rest / script_s, 1) if rest else None)
+        figure("edge.joins_per_cpu_s", round(len(accounts) / max(join_cpu, 1e-9), 1), "/s")
+        figure("edge.join_p99", round(pct(join_ms, .99), 2), "ms")
+        figure("edge.redis_bytes_per_visitor", round(grown / max(args.queued, 1), 1), "bytes")
+        figure("edge.polls_per_s", round(n / elapsed, 1), "/s")
+        figure("edge.polls_per_cpu_s", round(n / max(cpu, 1e-9), 1), "/s")
+        figure("edge.poll_p99", round(pct(poll_ms, .99), 2), "ms")
+        figure("edge.redis_commands_per_poll", round((total - idle_total) / max(n, 1), 5),
+               "count")
+        figure("edge.rss", round(rss, 1), "MiB")
+        done = True
         return 0
     finally:
-        for proc in reversed(started):
-            proc.terminate()
-            proc.wait(15)
+        stop_all(started)
         valkey.stop()
         pg.stop()
+        tidy(base, done)
 
 
 if __name__ == "__main__":

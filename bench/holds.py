@@ -1,17 +1,24 @@
-"""Drive hold attempts against a running ``onsale dev`` over HTTP and print figures.
+"""Drive hold attempts over HTTP and print figures beside the raw ceiling.
 
-    ONSALE_SIGNIN_LIMIT_IP=100000 make demo    # in one terminal (or: onsale dev)
-    .venv/bin/python bench/holds.py --duration 20 --concurrency 64
+    .venv/bin/python bench/holds.py --duration 20             # starts its own onsale dev
+    .venv/bin/python bench/holds.py --url http://127.0.0.1:8000 --data-dir .onsale
+    .venv/bin/python bench/holds.py --smoke                   # a few seconds, small
 
-(the bench signs up all its shoppers from one address: sign-ups are
-throttled per address, docs/security.md#sign-in-and-sign-up-throttling)
+Without ``--url`` it starts ``onsale dev`` in a throwaway data directory (default
+durability, a seeded 50,000-seat demo event, as ``make demo``) with the per-address
+throttles raised (``bench/stack.py`` BENCH_LIMITS: the bench signs up and joins all
+its shoppers from one address). Against a running server (``--url``), start that one
+with them raised (docs/benchmarks.md):
+
+    ONSALE_SIGNIN_LIMIT_IP=100000 ONSALE_JOIN_LIMIT_IP=100000 .venv/bin/onsale dev
 
 Creates a fresh 50,000-seat event (short holds so seats recycle), signs up
 shoppers, then fires hold attempts with skewed demand: most requests go to a
 hot block of seats, each for 1-6 adjacent seats. Prints attempts/s,
-outcomes, p50/p95/p99 latency, the server's memory, and the result of the
-invariant audit (oversells must be 0). ``--pgbench`` also measures the same
-hold function driven directly by pgbench, the raw ceiling.
+outcomes, p50/p95/p99 latency, the server's memory, then (unless
+``--no-pgbench``) the same hold function driven directly by pgbench on the same
+database, the raw ceiling, and last ``onsale audit`` (oversells must be 0).
+Figure lines: bench/figures.py.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.figures import figure
+from bench.stack import BENCH_LIMITS, DevServer, database_url, refused, run_audit, start_dev
 
 
 class _Client(asyncio.Protocol):
@@ -102,14 +112,6 @@ def pct(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def database_url(data_dir: Path) -> str:
-    url = os.environ.get("DATABASE_URL")
-    if url:
-        return url
-    lines = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()
-    return f"postgresql://postgres@127.0.0.1:{int(lines[3])}/postgres"
-
-
 def server_rss_mb(port: int) -> float | None:
     try:
         import psutil
@@ -130,26 +132,24 @@ async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, li
     status, _, data = await c.request("POST", "/api/ops/events", body,
                                       {"Authorization": f"Bearer {args.admin_token}"})
     if status != 201:
-        raise SystemExit(f"creating the bench event failed: {status} {data[:200]!r}")
+        raise refused(status, "/api/ops/events", data)
     event_id = int(json.loads(data)["event_id"])
     cookies = []
     tag = os.urandom(4).hex()
     for i in range(args.accounts):
         cred = json.dumps({"email": f"bench{tag}-{i}@example.com",
                            "password": "bench-password"}).encode()
-        status, headers, _ = await c.request("POST", "/api/accounts", cred)
-        if status == 429:
-            raise SystemExit("sign-up was throttled (429): start onsale dev with "
-                             "ONSALE_SIGNIN_LIMIT_IP=100000 for the bench")
+        status, headers, data = await c.request("POST", "/api/accounts", cred)
         if status != 201:
-            raise SystemExit(f"sign-up failed: {status}")
+            raise refused(status, "/api/accounts", data)
         session = headers["set-cookie"].split(";", 1)[0]
         status, _, data = await c.request("POST", f"/api/events/{event_id}/queue", b"",
                                           {"Cookie": session})
         if status != 200:
-            raise SystemExit(f"joining the queue failed: {status} {data[:200]!r}")
+            raise refused(status, f"/api/events/{event_id}/queue", data)
         token = json.loads(data)["admission_token"]
         cookies.append(f"{session}; onsale_admission_{event_id}={token}")
+    c.close()
     return event_id, cookies
 
 
@@ -180,27 +180,15 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
             status, _, data = await c.request("POST", path,
                                               json.dumps({"seat_ids": seats}).encode(), headers)
             latencies.append(time.perf_counter() - t0)
-            outcomes["held" if status == 201 else json.loads(data).get("code", str(status))] += 1
+            if status == 201:
+                outcomes["held"] += 1
+            else:  # a 5xx is counted with its status: the server failed, not the seat
+                code = json.loads(data).get("code", "") if data[:1] == b"{" else ""
+                outcomes[f"{status} {code}".strip() if status >= 500 else code or str(status)] += 1
 
     started = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(args.concurrency)))
     return latencies, outcomes, time.perf_counter() - started
-
-
-async def audit(url: str) -> int:
-    import asyncpg
-
-    from onsale.core.audit import format_report, run_audit, violations
-    from onsale.kernel.db import init_connection
-
-    conn = await asyncpg.connect(url)
-    await init_connection(conn)
-    try:
-        results = await run_audit(conn)
-    finally:
-        await conn.close()
-    print(format_report(results))
-    return violations(results)
 
 
 PGBENCH_SETUP = """
@@ -231,7 +219,8 @@ SELECT bench.try_hold({event}, (SELECT account_id FROM bench.accounts WHERE n = 
 """
 
 
-def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> None:
+def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> float:
+    """The pgbench run's holds/s (attempts: every transaction is one decision)."""
     from onsale.embedded import _pg_bin
 
     subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", PGBENCH_SETUP], check=True)
@@ -248,11 +237,15 @@ def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> None:
         [str(_pg_bin() / "pgbench"), "-n", "-c", str(args.pgbench_clients), "-j", "2",
          "-T", str(int(args.duration)), "-f", f.name, url],
         check=True, capture_output=True, text=True).stdout
+    tps = float("nan")
     for line in out.splitlines():
         if line.startswith(("number of transactions", "latency", "tps")):
             print("  " + line)
+        if line.startswith("tps = "):
+            tps = float(line.split()[2])
     subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", "DROP SCHEMA bench CASCADE"],
                    check=True)
+    return tps
 
 
 def run_fast(coro: Any) -> Any:
@@ -265,11 +258,19 @@ def run_fast(coro: Any) -> Any:
     return uvloop.run(coro)
 
 
+TARGET_ATTEMPTS = 2000.0  # hold attempts/s on the 2-core machine (docs/benchmarks.md)
+TARGET_P99_MS = 300.0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--url", default="http://127.0.0.1:8000")
-    p.add_argument("--admin-token", default=None, help="default: .onsale/secrets.json")
-    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"))
+    p.add_argument("--url", default=None,
+                   help="a running server (default: start a throwaway onsale dev)")
+    p.add_argument("--admin-token", default=None, help="with --url; default: "
+                   "ONSALE_ADMIN_TOKEN from <data-dir>/secrets.json")
+    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"),
+                   help="with --url: the server's data directory (its secrets and database; "
+                        "or set DATABASE_URL)")
     p.add_argument("--duration", type=float, default=20.0)
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--accounts", type=int, default=300)
@@ -277,34 +278,73 @@ def main() -> int:
     p.add_argument("--hold-ttl", type=int, default=5)
     p.add_argument("--hot-seats", type=int, default=2_000)
     p.add_argument("--hot-share", type=float, default=0.8)
-    p.add_argument("--pgbench", action="store_true", help="also run the raw pgbench ceiling")
+    p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True,
+                   help="after the HTTP run, the same hold function under pgbench (the "
+                        "ceiling, same run, same database; default on)")
     p.add_argument("--pgbench-clients", type=int, default=16)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds on a small event: does it run (bench/smoke.py)")
     args = p.parse_args()
-    data_dir = Path(args.data_dir)
-    if args.admin_token is None:
-        args.admin_token = json.loads((data_dir / "secrets.json").read_text())["ONSALE_ADMIN_TOKEN"]
-    host, _, port_s = args.url.removeprefix("http://").partition(":")
-    port = int(port_s or 80)
+    if args.smoke:
+        args.duration, args.concurrency, args.accounts = 2.0, 8, 20
+        args.seats, args.hot_seats = 5_000, 500
+    server: DevServer | None = None
+    code = 2
+    try:
+        if args.url is None:
+            server = start_dev(seats=1_000 if args.smoke else 50_000, env=BENCH_LIMITS)
+            args.url, args.admin_token = server.url, server.admin_token
+            data_dir = server.data_dir
+        else:
+            data_dir = Path(args.data_dir)
+            if args.admin_token is None:
+                secrets = json.loads((data_dir / "secrets.json").read_text())
+                args.admin_token = secrets["ONSALE_ADMIN_TOKEN"]
+        code = measure(args, server, data_dir)
+        return code
+    finally:
+        if server is not None:
+            server.stop(remove=code == 0)
 
+
+def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) -> int:
+    host, _, port_s = args.url.removeprefix("http://").rstrip("/").partition(":")
+    port = int(port_s or 80)
     event_id, cookies = asyncio.run(setup(args, host, port))
     latencies, outcomes, elapsed = run_fast(drive(args, host, port, event_id, cookies))
     latencies.sort()
     attempts = len(latencies)
+    if not attempts:
+        raise SystemExit("no hold attempt completed")
     ms = [v * 1000 for v in latencies]
+    rate = attempts / elapsed
     print(f"holds over HTTP: event {event_id}, {args.concurrency} connections, "
           f"{elapsed:.1f}s, {args.hot_share:.0%} of requests on {args.hot_seats} hot seats")
-    print(f"  attempts/s      {attempts / elapsed:,.0f}  ({attempts:,} attempts)")
+    print(f"  attempts/s      {rate:,.0f}  ({attempts:,} attempts)")
     print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
     print(f"  latency ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
           f"p99={pct(ms, 0.99):.1f} max={ms[-1]:.1f} mean={statistics.fmean(ms):.1f}")
-    rss = server_rss_mb(port)
+    rss = server.rss_mib() if server is not None else server_rss_mb(port)
     if rss is not None:
         print(f"  server RSS      {rss:.0f} MiB")
-    url = database_url(data_dir)
-    oversold = asyncio.run(audit(url))
-    print(f"  oversells/invariant violations: {oversold}")
+    url = server.database_url() if server is not None else database_url(data_dir)
+    ceiling = None
     if args.pgbench:
-        run_pgbench(url, args, event_id)
+        ceiling = run_pgbench(url, args, event_id)
+        print(f"  HTTP / raw      {rate / ceiling:.2f}")
+    figure("holds.attempts_per_s", round(rate, 1), "/s", ceiling=ceiling,
+           target=TARGET_ATTEMPTS)
+    figure("holds.p50", round(pct(ms, 0.50), 2), "ms")
+    figure("holds.p99", round(pct(ms, 0.99), 2), "ms", target=TARGET_P99_MS)
+    figure("holds.held_share", round(outcomes["held"] / attempts, 4), "share")
+    if rss is not None:
+        figure("holds.server_rss", round(rss, 1), "MiB")
+    if ceiling is not None:
+        figure("holds.pgbench_holds_per_s", round(ceiling, 1), "/s")
+    errors = sum(v for k, v in outcomes.items() if k.startswith("5"))
+    figure("holds.server_errors", errors, "count")
+    oversold = run_audit(url, "holds")
+    print(f"  oversells/invariant violations: {oversold}")
     return 1 if oversold else 0
 
 

@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/http_protocol.py            # needs wrk (apt-get install wrk)
     .venv/bin/python bench/http_protocol.py --duration 10 --connections 64
+    .venv/bin/python bench/http_protocol.py --smoke    # 1 s each
 
 Serves the same minimal Starlette JSON endpoint twice, one server at a time, on
 uvicorn + httptools + uvloop: first with uvicorn's ``HttpToolsProtocol`` (the
 ceiling: no limits, no cork), then through ``onsale.kernel.http_server.uvicorn_config``
 (every limit of docs/security.md#bounded-http on, writes corked). wrk drives
 each with keep-alive connections; a second onsale run pipelines 16 requests per
-connection. Prints requests/s and p99 for each and the ratio to the ceiling.
+connection. Prints requests/s and p99 for each and the ratio to the ceiling
+(figure lines: bench/figures.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.figures import figure
 
 SERVER = """
 import sys, uvicorn
@@ -111,9 +117,14 @@ def main() -> int:
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--smoke", action="store_true",
+                   help="1 s per server: does it run (bench/smoke.py)")
     args = p.parse_args()
+    if args.smoke:
+        args.duration, args.connections = 1, 16
     if shutil.which("wrk") is None:
-        raise SystemExit("bench/http_protocol.py needs wrk: apt-get install wrk")
+        raise SystemExit("bench/http_protocol.py needs wrk, which is not installed: "
+                         "apt-get install wrk (the Debian package is wrk)")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(PIPELINE_LUA)
     rows = [("uvicorn HttpToolsProtocol (ceiling)", measure("uvicorn", args)),
@@ -126,6 +137,14 @@ def main() -> int:
     for name, (rps, p99, cpu) in rows:
         print(f"  {name:<37} {rps:9,.0f} req/s  p99 {p99:>8}  CPU {cpu:5.1f} us  "
               f"ratio {rps / base_rps:.2f}  CPU ratio {cpu / base_cpu:.2f}")
+    (_, (rps, _, cpu)), (_, (piped, _, piped_cpu)) = rows[1], rows[2]
+    figure("http.uvicorn_rps", round(base_rps, 1), "/s")
+    figure("http.onsale_rps", round(rps, 1), "/s", ceiling=round(base_rps, 1))
+    figure("http.onsale_pipelined_rps", round(piped, 1), "/s", ceiling=round(base_rps, 1))
+    figure("http.uvicorn_cpu_per_request", round(base_cpu, 2), "us")
+    figure("http.onsale_cpu_per_request", round(cpu, 2), "us", ceiling=round(base_cpu, 2))
+    figure("http.onsale_pipelined_cpu_per_request", round(piped_cpu, 2), "us",
+           ceiling=round(base_cpu, 2))
     return 0
 
 

@@ -3,6 +3,7 @@
     .venv/bin/python bench/psp.py --duration 15 --concurrency 64
     .venv/bin/python bench/psp.py --webhooks          # also deliver every event
     .venv/bin/python bench/psp.py --url http://127.0.0.1:8100 --api-key ...  # running one
+    .venv/bin/python bench/psp.py --smoke             # a couple of seconds
 
 Starts ``onsale psp`` on a free port with a fresh data directory (unless --url),
 then keeps ``--concurrency`` keep-alive connections busy with
@@ -10,7 +11,8 @@ then keeps ``--concurrency`` keep-alive connections busy with
 90 % pm_card_visa, 5 % declined, 5 % 3-D Secure). Prints authorizations/s,
 outcomes, p50/p95/p99 latency, and the simulator's own stats (the list of
 operation ids with more than one intent must be empty). With --webhooks a
-sink process receives and counts the webhook deliveries.
+sink process receives and counts the webhook deliveries. Figure lines:
+bench/figures.py; the duplicate operation ids are this bench's audit (exit 1).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -33,7 +36,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import figure
 from bench.holds import Conn
+from bench.stack import tidy
 
 API_KEY = "sk_test_bench_0123456789"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -115,6 +120,8 @@ def wait_ready(proc: subprocess.Popen[str], needle: str) -> None:
     assert proc.stdout is not None
     for line in proc.stdout:
         if needle in line:
+            # Keep reading what it prints, so that a chatty simulator never blocks on us.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
             return
     raise SystemExit(f"the simulator did not start (exit {proc.wait()})")
 
@@ -127,9 +134,15 @@ def main() -> int:
     p.add_argument("--webhooks", action="store_true", help="deliver events to a sink process")
     p.add_argument("--url", help="an already running simulator (its key in --api-key)")
     p.add_argument("--api-key", default=API_KEY)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds: does it run (bench/smoke.py)")
     args = p.parse_args()
+    if args.smoke:
+        args.duration, args.concurrency = 2.0, 16
     globals()["API_KEY"] = args.api_key
     procs: list[subprocess.Popen[str]] = []
+    data_dir: str | None = None
+    done = False
     try:
         if args.url:
             host, port = args.url.split("://", 1)[1].rstrip("/").split(":")
@@ -153,10 +166,13 @@ def main() -> int:
         if args.webhooks:
             time.sleep(2)  # let the queue drain before reading the stats
         stats = asyncio.run(get_json(host, port_n, "/_sim/stats"))
+        done = True
     finally:
         for proc in reversed(procs):
             proc.terminate()
             proc.wait(30)
+        if data_dir is not None:
+            tidy(Path(data_dir), done)
     print(f"authorizations/s  {figures['per_second']:,.0f}  "
           f"({figures['requests']:,} in {args.duration:.0f} s, "
           f"{args.concurrency} connections, webhooks {'on' if args.webhooks else 'off'})")
@@ -167,6 +183,10 @@ def main() -> int:
           f"{stats['intents_by_status']}, webhooks {stats['webhooks_by_state']}")
     duplicates = stats["duplicate_operation_ids"]
     print(f"operation ids with more than one intent: {len(duplicates)}")
+    figure("psp.authorizations_per_s", round(figures["per_second"], 1), "/s")
+    figure("psp.p50", round(figures["p50_ms"], 2), "ms")
+    figure("psp.p99", round(figures["p99_ms"], 2), "ms")
+    figure("psp.duplicate_operations", len(duplicates), "count")
     return 1 if duplicates else 0
 
 

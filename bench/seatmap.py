@@ -2,14 +2,21 @@
 WebSocket client.
 
     .venv/bin/python bench/seatmap.py --clients 1000 --rate 2000 --duration 20
+    .venv/bin/python bench/seatmap.py --smoke           # a few seconds, 50 clients
 
 Self-contained: starts its own PostgreSQL (default durability) and Valkey in a
-temporary directory, creates a ``--seats`` event, runs one ``onsale serve
---role cdc`` and ``--seatmap-procs`` ``onsale serve --role seatmap`` processes,
-then
+temporary directory, creates a ``--seats`` event (passthrough: joining admits at
+once), runs one ``onsale serve --role cdc`` and ``--seatmap-procs`` ``onsale serve
+--role seatmap`` processes, then
+  0. admits one account per client as a browser gets in: a session written to
+     Valkey as signing in does, then a join over HTTP through one ``onsale serve
+     --role edge`` process, which answers the admission token the seat map
+     requires (docs/edge.md#the-gate); the edge process is stopped before the
+     measurement, so only cdc and seatmap serve during it;
   1. connects ``--clients`` WebSocket clients (protocol-level: a frame parser
-     on asyncio.Protocol, in ``--generators`` processes), each with ``since`` =
-     the version of one HTTP snapshot, as browsers coming from the CDN would;
+     on asyncio.Protocol, in ``--generators`` processes), each with its session
+     cookie and admission token and ``since`` = the version of one HTTP snapshot,
+     as browsers coming from the CDN would;
   2. commits holds (1-6 seats, a unique expiry per transaction) and some
      releases at ``--rate`` transactions/s for ``--duration`` seconds;
   3. prints commit-to-client latency p50/p95/p99 (every client, every frame, a
@@ -17,6 +24,9 @@ then
      the writer saw its commit return), frames and changes delivered per second,
      CPU and memory of each process, and snapshot sizes for the event.
 The generator shares the machine with everything else: its CPU is printed too.
+The writer writes seat_inventory directly (no hold rows, unlike the hold path):
+``onsale audit`` does not apply to this throwaway database. Figure lines:
+bench/figures.py.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import gzip
 import json
 import multiprocessing
@@ -35,15 +46,22 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
+import uuid
 from array import array
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.edge import cpu_seconds
-from bench.holds import pct, run_fast
+from bench.edge import cpu_seconds, session_cookies
+from bench.figures import figure
+from bench.holds import Conn, pct, run_fast
+from bench.stack import ADMIN, SECRET, refused, rss_mib, start_role, stop_all, tidy
+
+TARGET_P99_MS = 200.0  # commit to client (issue 5)
+ADMISSION_HEADER = "Admission-Token"
 
 
 class WsClient(asyncio.Protocol):
@@ -51,11 +69,14 @@ class WsClient(asyncio.Protocol):
     frame headers, answers pings, and notes when each delta frame (by ``to``) arrived."""
 
     def __init__(self, host: str, path: str, sink: dict[bytes, array[float]],
-                 stats: dict[str, int], on_text: Any = None) -> None:
+                 stats: dict[str, int], on_text: Any = None,
+                 credentials: tuple[str, str] | None = None) -> None:
+        admitted = ("" if credentials is None else
+                    f"Cookie: {credentials[0]}\r\n{ADMISSION_HEADER}: {credentials[1]}\r\n")
         self.request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
                         "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                         f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}"
-                        "\r\n\r\n").encode()
+                        f"\r\n{admitted}\r\n").encode()
         self.buf = bytearray()
         self.upgraded = False
         self.sink, self.stats, self.on_text = sink, stats, on_text
@@ -126,18 +147,19 @@ class WsClient(asyncio.Protocol):
             self.open.set_exception(exc or ConnectionError("closed"))
 
 
-async def connect_clients(ports: list[int], event_id: int, since: str, n: int,
+async def connect_clients(ports: list[int], event_id: int, since: str,
+                          credentials: list[tuple[str, str]],
                           sink: dict[bytes, array[float]], stats: dict[str, int],
                           on_text: Any = None) -> list[WsClient]:
+    """One client per (session cookie, admission token) of ``credentials``."""
     loop = asyncio.get_running_loop()
     clients: list[WsClient] = []
-    for i in range(n):
+    for i, admitted in enumerate(credentials):
         port = ports[i % len(ports)]
         host = f"127.0.0.1:{port}"
         _, client = await loop.create_connection(
-            lambda h=host, first=i == 0: WsClient(
-                h, f"/ws/events/{event_id}/seatmap?since={since}", sink, stats,
-                on_text if first else None),
+            functools.partial(WsClient, host, f"/ws/events/{event_id}/seatmap?since={since}",
+                              sink, stats, on_text if i == 0 else None, admitted),
             "127.0.0.1", port)
         clients.append(client)
         if i % 200 == 199:
@@ -150,15 +172,17 @@ def new_stats() -> dict[str, int]:
     return {"bytes": 0, "frames": 0, "binary": 0, "reloads": 0, "closed": 0, "lost": 0}
 
 
-def generator(ports: list[int], event_id: int, since: str, n: int, seconds: float,
-              out: str, ready: Any) -> None:
-    """A separate process holding ``n`` clients for ``seconds`` after they are all open."""
+def generator(ports: list[int], event_id: int, since: str,
+              credentials: list[tuple[str, str]], seconds: float, out: str,
+              ready: Any) -> None:
+    """A separate process holding a client per credential for ``seconds`` after they are
+    all open."""
 
     sink: dict[bytes, array[float]] = {}
     stats = new_stats()
 
     async def run() -> None:
-        await connect_clients(ports, event_id, since, n, sink, stats)
+        await connect_clients(ports, event_id, since, credentials, sink, stats)
         ready.set()
         t0 = cpu_seconds(os.getpid())
         await asyncio.sleep(seconds)
@@ -180,7 +204,8 @@ async def prepare(db_url: str, seats: int) -> int:
     await init_connection(conn)
     try:
         await migrate(conn)
-        spec = parse_event_spec({"name": "seat map bench", "seats": seats},
+        spec = parse_event_spec({"name": "seat map bench", "seats": seats,
+                                 "queue_policy": "passthrough"},
                                 default_ttl=300, default_limit=6, default_max_hold=6,
                                 now=await conn.fetchval("SELECT now()"))
         return await create_event(conn, spec)
@@ -234,22 +259,6 @@ async def write(db_url: str, event_id: int, seats: int, rate: float, seconds: fl
     return count
 
 
-def start_role(role: str, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    onsale = str(Path(sys.executable).parent / "onsale")
-    proc = subprocess.Popen([onsale, "serve", "--role", role, "--port", str(port)], env=env,
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the {role} process exited; see {log}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"the {role} process did not start; see {log}")
-
-
 def machine_busy() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -257,16 +266,36 @@ def machine_busy() -> tuple[float, float]:
     return float(sum(fields) - idle), float(sum(fields))
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+async def admit(edge_port: int, event_id: int, redis_url: str, n: int,
+                concurrency: int = 32) -> list[tuple[str, str]]:
+    """``n`` accounts admitted to the event as browsers are: a live session each
+    (written to Valkey as signing in does), then a join through the edge, which
+    answers a passthrough event's admission token at once."""
+    accounts = [uuid.uuid4() for _ in range(n)]
+    cookies = session_cookies(redis_url, accounts)
+    todo = iter(accounts)
+    admitted: dict[uuid.UUID, tuple[str, str]] = {}
+    path = f"/api/events/{event_id}/queue"
+
+    async def worker() -> None:
+        c = Conn("127.0.0.1", edge_port)
+        for account in todo:
+            status, _, body = await c.request("POST", path, b"", {"Cookie": cookies[account]})
+            token = json.loads(body).get("admission_token") if status == 200 else None
+            if not token:
+                raise refused(status, path, body)
+            admitted[account] = (cookies[account], token)
+        c.close()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return [admitted[a] for a in accounts]
 
 
-def http_snapshot(port: int, event_id: int) -> tuple[str, int, int]:
+def http_snapshot(port: int, event_id: int,
+                  credentials: tuple[str, str]) -> tuple[str, int, int]:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/api/events/{event_id}/seatmap",
-                                 headers={"Accept-Encoding": "gzip"})
+                                 headers={"Accept-Encoding": "gzip", "Cookie": credentials[0],
+                                          ADMISSION_HEADER: credentials[1]})
     with urllib.request.urlopen(req, timeout=10) as r:
         body = r.read()
         return r.headers["Seatmap-Version"], len(body), len(gzip.decompress(body))
@@ -305,7 +334,12 @@ def main() -> int:
     p.add_argument("--tick-ms", type=int, default=50)
     p.add_argument("--client-queue", type=int, default=64)
     p.add_argument("--samples-per-frame", type=int, default=8)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds, 50 clients: does it run (bench/smoke.py)")
     args = p.parse_args()
+    if args.smoke:
+        args.clients, args.rate, args.duration, args.warmup = 50, 100.0, 2.0, 1.0
+        args.seats, args.generators = 5_000, 2  # the forked generator path too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # clean up the servers on kill
 
     from onsale.embedded import free_port, start_postgres, start_valkey
@@ -314,11 +348,26 @@ def main() -> int:
     pg = start_postgres(base_dir / "pg")
     valkey = start_valkey(base_dir / "valkey")
     procs: list[subprocess.Popen[bytes]] = []
+    done = False
     try:
         event_id = run_fast(prepare(pg.url, args.seats))
+        # The seat map verifies the sessions and admission tokens the edge signs: both
+        # need the deployment's secret (ONSALE_SECRET_KEY; the edge also wants the
+        # admin token). The bench joins every client from one address.
         env = {**os.environ, "DATABASE_URL": pg.url, "REDIS_URL": valkey.url,
+               "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN,
+               "ONSALE_JOIN_LIMIT_IP": "1000000000",
                "ONSALE_SEATMAP_TICK_MS": str(args.tick_ms),
                "ONSALE_SEATMAP_CLIENT_QUEUE": str(args.client_queue)}
+        edge_port = free_port()
+        edge = start_role("edge", env, edge_port, base_dir / "edge.log")
+        procs.append(edge)
+        started = time.perf_counter()
+        credentials = run_fast(admit(edge_port, event_id, valkey.url, args.clients))
+        print(f"{len(credentials):,} accounts admitted through the edge in "
+              f"{time.perf_counter() - started:.1f} s (one per client)")
+        stop_all([edge])  # not part of what is measured
+        procs.remove(edge)
         cdc_port = free_port()
         cdc = start_role("cdc", env, cdc_port, base_dir / "cdc.log")
         procs.append(cdc)
@@ -326,15 +375,7 @@ def main() -> int:
         servers = [start_role("seatmap", env, port, base_dir / f"seatmap{i}.log")
                    for i, port in enumerate(ports)]
         procs += servers
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                version, gz_size, raw_size = http_snapshot(ports[0], event_id)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        version, gz_size, raw_size = first_snapshot(ports[0], event_id, credentials[0])
         print(f"event {event_id}: {args.seats:,} seats; snapshot {version}: {raw_size:,} B, "
               f"{gz_size:,} B gzip (all available)")
         real_raw, real_gz = realistic_snapshot_sizes(args.seats)
@@ -344,35 +385,50 @@ def main() -> int:
         # Clients: the parent's share (with the parsing sample client) and generators.
         per = [args.clients // args.generators] * args.generators
         per[0] += args.clients - sum(per)
+        shares = [credentials[sum(per[:i]):sum(per[:i + 1])] for i in range(len(per))]
         ctx = multiprocessing.get_context("fork")
         outputs = [str(base_dir / f"gen{i}.pickle") for i in range(1, args.generators)]
         readies = [ctx.Event() for _ in outputs]
         window = args.warmup + args.duration + 3
-        gens = [ctx.Process(target=generator, args=(ports, event_id, version, per[i + 1],
+        gens = [ctx.Process(target=generator, args=(ports, event_id, version, shares[i + 1],
                                                      window, out, ready))
                 for i, (out, ready) in enumerate(zip(outputs, readies, strict=True))]
         for g in gens:
             g.start()
-        result = run_fast(drive(args, pg.url, ports, event_id, version, per[0], readies,
+        result = run_fast(drive(args, pg.url, ports, event_id, version, shares[0], readies,
                                 [cdc.pid] + [s.pid for s in servers]))
         for g in gens:
             g.join(120)
-        report(args, result, outputs, servers, cdc)
+        code = report(args, result, outputs, servers, cdc)
+        done = True
+        return code
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(procs)
         valkey.stop()
         pg.stop()
-    return 0
+        tidy(base_dir, done)
+
+
+def first_snapshot(port: int, event_id: int,
+                   credentials: tuple[str, str]) -> tuple[str, int, int]:
+    """The snapshot the clients start from (retried while the seat map warms up)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return http_snapshot(port, event_id, credentials)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or time.monotonic() > deadline:
+                raise SystemExit(f"the snapshot answered {exc.code}: {exc.read()[:300]!r}"
+                                 ) from None
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
 
 
 async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_id: int,
-                since: str, n: int, readies: list[Any], pids: list[int]) -> dict[str, Any]:
+                since: str, credentials: list[tuple[str, str]], readies: list[Any],
+                pids: list[int]) -> dict[str, Any]:
     sink: dict[bytes, array[float]] = {}
     stats = new_stats()
     frame_holds: dict[bytes, list[int]] = {}
@@ -388,7 +444,7 @@ async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_i
                                                       if len(c) > 2]
 
     started = time.perf_counter()
-    await connect_clients(ports, event_id, since, n, sink, stats, on_text=parse)
+    await connect_clients(ports, event_id, since, credentials, sink, stats, on_text=parse)
     for ready in readies:  # a multiprocessing event: waited for in a thread
         await asyncio.to_thread(ready.wait, 600)
     print(f"{args.clients:,} clients connected in {time.perf_counter() - started:.1f} s "
@@ -410,11 +466,11 @@ async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_i
             "frame_holds": frame_holds, "commits": commits, "window": (t0, t1),
             "cpu": {pid: cpu1[pid] - cpu0[pid] for pid in cpu0}, "written": written,
             "busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
-            "rss": {pid: rss_mb(pid) for pid in pids}}
+            "rss": {pid: rss_mib(pid) for pid in pids}}
 
 
 def report(args: argparse.Namespace, r: dict[str, Any], outputs: list[str],
-           servers: list[subprocess.Popen[bytes]], cdc: subprocess.Popen[bytes]) -> None:
+           servers: list[subprocess.Popen[bytes]], cdc: subprocess.Popen[bytes]) -> int:
     t0, t1 = r["window"]
     sinks = [r["sink"]]
     stats = [r["stats"]]
@@ -467,6 +523,21 @@ def report(args: argparse.Namespace, r: dict[str, Any], outputs: list[str],
     own = r["cpu"][os.getpid()] + gen_cpu
     print(f"generator (writer + clients): CPU {100 * own / span:.0f} % of a core; "
           f"the machine ({os.cpu_count()} cores) was {100 * r['busy']:.0f} % busy")
+    first = servers[0].pid
+    figure("seatmap.p50", round(1000 * pct(latencies, 0.5), 2), "ms")
+    figure("seatmap.p99", round(1000 * pct(latencies, 0.99), 2), "ms", target=TARGET_P99_MS)
+    figure("seatmap.frames_per_s_per_client", round(frames / span / max(1, args.clients), 2),
+           "/s", target=1000 / args.tick_ms)  # one frame per tick at most
+    figure("seatmap.holds_committed_per_s", round(in_window / span, 1), "/s",
+           target=args.rate * 3 / 4)
+    figure("seatmap.cpu_per_client_frame",
+           round(1e6 * r["cpu"][first] / max(1, frames / len(servers)), 2), "us")
+    figure("seatmap.seatmap_cpu", round(r["cpu"][first] / span, 3), "share")
+    figure("seatmap.seatmap_rss", round(r["rss"][first], 1), "MiB")
+    figure("seatmap.cdc_cpu", round(r["cpu"][cdc.pid] / span, 3), "share")
+    figure("seatmap.clients_cut_off", sum(totals.values()), "count")
+    figure("seatmap.machine_busy", round(r["busy"], 3), "share")
+    return 0
 
 
 if __name__ == "__main__":

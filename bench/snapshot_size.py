@@ -1,6 +1,6 @@
 """Seat-map snapshot sizes for realistic worst cases (issue 5: < 64 KiB gzip for 50,000 seats).
 
-    .venv/bin/python bench/snapshot_size.py [--seats 50000] [--seed 1]
+    .venv/bin/python bench/snapshot_size.py [--seats 50000] [--seed 1] [--smoke]
 
 Builds seat maps in memory and encodes them exactly as the cdc process stores
 them (``seatmap.snapshot.encode_gzip``); no server needed. A hold is 1 to 6
@@ -19,6 +19,10 @@ expiries lie within the hold TTL window. The scenarios:
   per-seat-300    not realistic, for reference: every seat held with its own
                   expiry (six-seat holds scattered so no two seats of a hold are
                   neighbours), over 300 s
+
+Figure lines (bench/figures.py): each scenario's gzip size against the 64 KiB target.
+Exit 1 when a realistic one is over it (``--smoke``: always 0, the unit test
+tests/unit/test_seatmap_snapshot_size.py asserts the sizes).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 # seatmap.py would shadow the seatmap package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import figure
 from onsale.seatmap.snapshot import (
     AVAILABLE,
     BLOCKED,
@@ -114,9 +119,11 @@ def main() -> int:
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seats", type=int, default=50_000)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--smoke", action="store_true", help="report only (bench/smoke.py)")
     args = p.parse_args()
     print(f"{'scenario':<15} {'held':>7} {'raw B':>9} {'gzip B':>8} {'gzip KiB':>9}  < 64 KiB")
     worst = 0
+    sizes: dict[str, int] = {}
     for name, build in SCENARIOS.items():
         m = build(args.seats, args.seed)
         raw, gz = len(encode(m)), len(encode_gzip(m))
@@ -124,8 +131,14 @@ def main() -> int:
             worst = max(worst, gz)
         print(f"{name:<15} {len(m.expires):>7,} {raw:>9,} {gz:>8,} {gz / 1024:>9.1f}  "
               f"{'yes' if gz < LIMIT else 'NO'}{'' if name in REALISTIC else ' (not realistic)'}")
+        sizes[name] = gz
     print(f"largest realistic snapshot: {worst / 1024:.1f} KiB gzip")
-    return 0 if worst < LIMIT else 1
+    for name, gz in sizes.items():
+        figure(f"snapshot.{name.replace('-', '_')}_gzip", round(gz / 1024, 2), "KiB",
+               target=LIMIT / 1024)
+    figure("snapshot.largest_realistic_gzip", round(worst / 1024, 2), "KiB",
+           target=LIMIT / 1024)
+    return 0 if worst < LIMIT or args.smoke else 1
 
 
 if __name__ == "__main__":

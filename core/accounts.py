@@ -17,14 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.password_pool import PasswordPool
 from onsale.core.passwords import Checked, check_password, dummy_hash, hash_password
 from onsale.core.queries import queries
-from onsale.core.signin_throttle import SigninThrottle
-from onsale.kernel.db import Database
+from onsale.core.state import core_state
 from onsale.kernel.inputs import json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import Sessions, current_account
+from onsale.kernel.shared import shared
 from onsale.kernel.timefmt import utc_iso
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -68,7 +67,7 @@ def _check(password: str, stored: str | None) -> Checked:
 async def _signed_in(request: Request, response: Response, account_id: Any) -> Response:
     """A new session (never the one the browser brought: no fixation); the
     browser's previous session, if any, is revoked in the same round trip."""
-    sessions: Sessions = request.app.state.sessions
+    sessions = shared(request).sessions
     token = await sessions.create(account_id, replacing=sessions.token(request))
     sessions.set_cookie(response, token)
     return response
@@ -76,11 +75,11 @@ async def _signed_in(request: Request, response: Response, account_id: Any) -> R
 
 async def sign_up(request: Request) -> Response:
     email, password = parse_credentials(await json_object(request))
-    throttle: SigninThrottle = request.app.state.throttle
+    throttle = core_state(request).throttle
     await throttle.attempt(client_host(request), email, sign_in=False)
-    pool: PasswordPool = request.app.state.passwords
+    pool = core_state(request).passwords
     pw_hash = await pool.run(hash_password, password)
-    db: Database = request.app.state.db
+    db = core_state(request).db
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("accounts")["insert_account"], email, pw_hash)
     if row is None:
@@ -95,14 +94,14 @@ async def sign_in(request: Request) -> Response:
     if not isinstance(email, str) or not isinstance(password, str) or len(email) > 254:
         raise Problem(401, "bad_credentials")
     email = email.strip()
-    throttle: SigninThrottle = request.app.state.throttle
+    throttle = core_state(request).throttle
     await throttle.attempt(client_host(request), email, sign_in=True)
-    db: Database = request.app.state.db
+    db = core_state(request).db
     q = queries("accounts")
     async with db.connection() as conn:
         row = await conn.fetchrow(q["account_by_email"], email)
     stored: str | None = row["password_hash"] if row else None
-    pool: PasswordPool = request.app.state.passwords
+    pool = core_state(request).passwords
     checked = await pool.run(_check, password[:MAX_PASSWORD], stored)
     if row is None or not checked.ok:
         raise Problem(401, "bad_credentials")
@@ -120,7 +119,7 @@ async def sign_in(request: Request) -> Response:
 async def sign_out(request: Request) -> Response:
     """Revoke this session: every copy of the cookie stops working. 503 (and
     the cookie kept, to retry) if the store cannot be reached."""
-    sessions: Sessions = request.app.state.sessions
+    sessions = shared(request).sessions
     await sessions.revoke(sessions.token(request))
     return _signed_out(sessions)
 
@@ -128,7 +127,7 @@ async def sign_out(request: Request) -> Response:
 async def sign_out_everywhere(request: Request) -> Response:
     """``DELETE /api/sessions``: revoke every session of the signed-in account."""
     account_id = await current_account(request)
-    sessions: Sessions = request.app.state.sessions
+    sessions = shared(request).sessions
     await sessions.revoke_all(account_id)
     return _signed_out(sessions)
 
@@ -142,7 +141,7 @@ def _signed_out(sessions: Sessions) -> Response:
 
 async def me(request: Request) -> Response:
     account_id = await current_account(request)
-    db: Database = request.app.state.db
+    db = core_state(request).db
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("accounts")["account_by_id"], account_id)
     if row is None:

@@ -7,10 +7,10 @@ import gzip
 import logging
 from typing import Any
 
+from onsale.core.draw_seed import commitment, new_seed
 from onsale.core.event_spec import EventSpec
 from onsale.core.layout import generate, venue_document
 from onsale.core.queries import queries
-from onsale.edge.draw import commitment, new_seed
 
 log = logging.getLogger("onsale.events")
 

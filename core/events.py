@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -14,72 +13,29 @@ from starlette.routing import Route
 from onsale.core.event_spec import parse_event_spec
 from onsale.core.event_store import create_event
 from onsale.core.queries import queries
-from onsale.kernel.config import Settings
-from onsale.kernel.db import Database
+from onsale.core.read_model import event_document, event_document_on, event_documents
+from onsale.core.state import core_state
 from onsale.kernel.inputs import accepts_gzip, etag_matches, idempotency_key, int_path, json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import require_admin
-from onsale.kernel.timefmt import utc_iso
-
-
-def event_json(row: Any) -> dict[str, Any]:
-    return {
-        "event_id": row["event_id"],
-        "name": row["name"],
-        "venue_name": row["venue_name"],
-        "starts_at": utc_iso(row["starts_at"]),
-        "onsale_at": utc_iso(row["onsale_at"]),
-        "currency": row["currency"],
-        "seat_count": row["seat_count"],
-        "hold_ttl_seconds": row["hold_ttl_seconds"],
-        "max_tickets_per_account": row["max_tickets_per_account"],
-        "max_seats_per_hold": row["max_seats_per_hold"],
-        "price_tiers": row["tiers"] or [],
-        "queue": queue_json(row),
-        "links": {
-            "venue": f"/api/events/{row['event_id']}/venue",
-            "holds": f"/api/events/{row['event_id']}/holds",
-            "queue": f"/api/events/{row['event_id']}/queue",
-        },
-    }
-
-
-def queue_json(row: Any) -> dict[str, Any]:
-    """The published waiting-room policy (docs/edge.md): how places are given,
-    from when, and the random draw's commitment, then its revealed seed."""
-    return {
-        "policy": row["queue_policy"],
-        "prequeue_at": utc_iso(row["prequeue_at"]) if row["prequeue_at"] else None,
-        "pow_difficulty": row["pow_difficulty"],
-        "draw": None if row["draw_commitment"] is None else {
-            "commitment": row["draw_commitment"],
-            "seed": row["draw_seed"],
-            "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
-            "verify": f"/api/events/{row['event_id']}/queue/draw",
-        },
-    }
+from onsale.kernel.shared import shared
 
 
 async def list_events(request: Request) -> Response:
-    db: Database = request.app.state.db
-    async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["events"], None)
-    return JSONResponse({"events": [event_json(r) for r in rows]})
+    return JSONResponse({"events": await event_documents(core_state(request).db)})
 
 
 async def get_event(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
-    db: Database = request.app.state.db
-    async with db.connection() as conn:
-        row = await conn.fetchrow(queries("events")["events"], event_id)
-    if row is None:
+    doc = await event_document(core_state(request).db, event_id)
+    if doc is None:
         raise Problem(404, "event_not_found")
-    return JSONResponse(event_json(row))
+    return JSONResponse(doc)
 
 
 async def get_venue(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
-    db: Database = request.app.state.db
+    db = core_state(request).db
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("events")["get_layout"], event_id)
     if row is None:
@@ -105,14 +61,14 @@ async def post_event(request: Request) -> Response:
     """Create an event. An optional Idempotency-Key makes a retried create
     return the first event instead of making a second one."""
     require_admin(request)
-    settings: Settings = request.app.state.settings
+    settings = shared(request).settings
     body = await json_object(request)
     key = request.headers.get("idempotency-key", "").strip() or None
     if key is not None:
         key = idempotency_key(request)
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     q = queries("events")
-    db: Database = request.app.state.db
+    db = core_state(request).db
     # A connection of its own with the background statement bound: a large venue's
     # seats, inventory and ANALYZE take longer than the request path's 500 ms.
     async with db.slow_connection() as conn, conn.transaction():
@@ -134,7 +90,8 @@ async def post_event(request: Request) -> Response:
             now=await conn.fetchval("SELECT now()"),
         )
         event_id = await create_event(conn, spec)
-        doc = event_json(await conn.fetchrow(q["events"], event_id))
+        doc = await event_document_on(conn, event_id)  # in this transaction
+        assert doc is not None  # created just above
         if key is not None:
             await conn.execute(q["store_key_response"], OPERATOR_SCOPE, key, doc)
     return JSONResponse(doc, status_code=201, headers={"Location": f"/api/events/{event_id}"})

@@ -23,12 +23,14 @@ from typing import Any
 from redis.asyncio import Redis
 
 from onsale.core.metrics import Metrics
+from onsale.core.payment_state import PaymentOutcome
 from onsale.kernel.db import Database
 from onsale.kernel.dependency import is_outage
 
 HEALTH_KEY = "onsale:health:core"
 WINDOW_SECONDS = 10.0
-PAYMENT_ERRORS = ("UNKNOWN", "CAPTURE_FAILED", "VOID_FAILED")
+PAYMENT_ERRORS = (PaymentOutcome.UNKNOWN, PaymentOutcome.CAPTURE_FAILED,
+                  PaymentOutcome.VOID_FAILED)
 
 log = logging.getLogger("onsale.health")
 
@@ -76,7 +78,7 @@ def report(before: dict[str, Any], after: dict[str, Any], db_ok: bool) -> dict[s
     created = _delta(before["outcomes"], after["outcomes"], ("created",))
     answers = _delta(before["payments"], after["payments"])
     errors = _delta(before["payments"], after["payments"], PAYMENT_ERRORS)
-    authorized = _delta(before["payments"], after["payments"], ("AUTHORIZED",))
+    authorized = _delta(before["payments"], after["payments"], (PaymentOutcome.AUTHORIZED,))
     return {
         "t": time.time(), "db_ok": db_ok,
         "hold_p99_ms": p99_ms(before["hold"], after["hold"]),

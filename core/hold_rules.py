@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from onsale.core.hold_state import HoldState
 from onsale.kernel.problems import Problem
 
 # A hard ceiling checked before the database is asked; the event's own
 # max_seats_per_hold (default 6) is enforced inside the hold transaction.
 HARD_MAX_SEATS = 100
 MAX_SEAT_ID = 2**31 - 1
-
-HOLD_STATES = ("HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED", "EXPIRED")
 
 
 @dataclass(frozen=True)
@@ -87,12 +86,12 @@ def request_digest(route: str, scope: str, request: HoldRequest) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def effective_status(stored: str, expires_at: datetime, now: datetime) -> str:
+def effective_status(stored: str, expires_at: datetime, now: datetime) -> HoldState:
     """A HELD hold whose deadline has passed reads as EXPIRED before any sweep.
 
     The boundary matches the claim predicate: at ``now == expires_at`` the
     hold is over and its seats are claimable.
     """
-    if stored == "HELD" and expires_at <= now:
-        return "EXPIRED"
-    return stored
+    if stored == HoldState.HELD and expires_at <= now:
+        return HoldState.EXPIRED
+    return HoldState(stored)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,20 @@ def problem_from_db(exc: asyncpg.PostgresError) -> Problem | None:
     return Problem(_STATUS_BY_CLASS[state], str(getattr(exc, "message", exc)), **extra)
 
 
+@contextmanager
+def refusals_as_problems() -> Iterator[None]:
+    """Around the statements that call an onsale SQL function (hold, release,
+    checkout): a refusal it raises (SQLSTATE ``OS400``/``OS404``/``OS409``) comes out
+    as that problem (``problem_from_db``); any other error passes through unchanged."""
+    try:
+        yield
+    except asyncpg.PostgresError as exc:
+        problem = problem_from_db(exc)
+        if problem is None:
+            raise
+        raise problem from exc
+
+
 async def create_hold(
     conn: Any,
     metrics: Metrics,
@@ -61,17 +77,18 @@ async def create_hold(
     try:
         for attempt in range(DEADLOCK_RETRIES + 1):
             try:
-                if isinstance(request, SeatsRequest):
-                    row = await conn.fetchrow(
-                        q["hold_seats"], event_id, account_id, key, digest,
-                        list(request.seat_ids),
-                    )
-                else:
-                    assert isinstance(request, BestAvailableRequest)
-                    row = await conn.fetchrow(
-                        q["hold_best"], event_id, account_id, key, digest,
-                        request.quantity, request.section, request.together,
-                    )
+                with refusals_as_problems():
+                    if isinstance(request, SeatsRequest):
+                        row = await conn.fetchrow(
+                            q["hold_seats"], event_id, account_id, key, digest,
+                            list(request.seat_ids),
+                        )
+                    else:
+                        assert isinstance(request, BestAvailableRequest)
+                        row = await conn.fetchrow(
+                            q["hold_best"], event_id, account_id, key, digest,
+                            request.quantity, request.section, request.together,
+                        )
                 break
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 metrics.deadlock_retries.inc()
@@ -87,10 +104,7 @@ async def create_hold(
             except asyncpg.PostgresError as exc:
                 if getattr(exc, "sqlstate", "") == "OSRTY" and attempt < DEADLOCK_RETRIES:
                     continue  # a twin request with our key committed first: replay it
-                problem = problem_from_db(exc)
-                if problem is None:
-                    raise
-                raise problem from exc
+                raise
         body = row["body"]
         replayed = bool(row["replayed"])
         if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from starlette.requests import Request
-from starlette.responses import Response
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.5, 5.0)
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self.hold_latency = Histogram(
             "onsale_hold_seconds", "Hold decision latency, request to outcome",
@@ -96,8 +93,3 @@ class Metrics:
             "Ticket consumer failures (passes that failed, malformed or trimmed entries)",
             registry=r,
         )
-
-
-async def metrics_endpoint(request: Request) -> Response:
-    metrics: Metrics = request.app.state.metrics
-    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

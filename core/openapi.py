@@ -1,126 +1,112 @@
-"""The OpenAPI document for core's routes (a test checks it matches the router)."""
+"""The OpenAPI paths and schemas of core's routes; the composition root merges them
+into the document of every app that serves them (a test checks it matches the router)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-
-
-def _problem(*codes: str) -> dict[str, Any]:
-    return {
-        "description": "Problem details; code is one of: " + ", ".join(codes),
-        "content": {
-            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
-        },
-    }
-
-
-def _json(schema_ref: str, description: str = "OK") -> dict[str, Any]:
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_ref}"}}},
-    }
-
+from onsale.core.hold_state import HoldState
+from onsale.core.order_state import OrderState
+from onsale.core.payment_state import PaymentStatus
+from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 
 _IDEM = {"name": "Idempotency-Key", "in": "header", "required": True, "schema": {"type": "string"}}
-_EVENT = {"name": "event_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 _HOLD = {"name": "hold_id", "in": "path", "required": True,
          "schema": {"type": "string", "format": "uuid"}}
 _CREDS = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Credentials"}}}}
 # The gate on sales routes (docs/edge.md): an Admission-Token header or the
 # onsale_admission_{event_id} cookie.
-_GATE = _problem("admission_required", "admission_invalid", "admission_expired",
+_GATE = problem("admission_required", "admission_invalid", "admission_expired",
                  "admission_wrong_event", "admission_wrong_account", "admission_revoked")
 
 PATHS: dict[str, dict[str, Any]] = {
     "/api/accounts": {"post": {
         "summary": "Sign up", "requestBody": _CREDS,
-        "responses": {"201": _json("Account", "Created; the session cookie is set"),
-                      "400": _problem("invalid_email", "weak_password", "invalid_json"),
-                      "409": _problem("email_taken"),
-                      "429": _problem("rate_limited"),
-                      "503": _problem("session_unavailable", "sign_in_busy")}}},
+        "responses": {"201": json_body("Account", "Created; the session cookie is set"),
+                      "400": problem("invalid_email", "weak_password", "invalid_json"),
+                      "409": problem("email_taken"),
+                      "429": problem("rate_limited"),
+                      "503": problem("session_unavailable", "sign_in_busy")}}},
     "/api/session": {
         "post": {"summary": "Sign in (a new session id every time)", "requestBody": _CREDS,
-                 "responses": {"200": _json("Account"), "401": _problem("bad_credentials"),
-                               "429": _problem("rate_limited"),
-                               "503": _problem("session_unavailable", "sign_in_busy")}},
+                 "responses": {"200": json_body("Account"), "401": problem("bad_credentials"),
+                               "429": problem("rate_limited"),
+                               "503": problem("session_unavailable", "sign_in_busy")}},
         "delete": {"summary": "Sign out: revoke this session for every copy of the cookie",
                    "responses": {"204": {"description": "Signed out"},
-                                 "503": _problem("session_unavailable")}}},
+                                 "503": problem("session_unavailable")}}},
     "/api/sessions": {"delete": {
         "summary": "Sign out everywhere: revoke every session of the account",
         "responses": {"204": {"description": "Every session of the account revoked"},
-                      "401": _problem("authentication_required"),
-                      "503": _problem("session_unavailable")}}},
+                      "401": problem("authentication_required"),
+                      "503": problem("session_unavailable")}}},
     "/api/me": {"get": {"summary": "The signed-in account",
-                        "responses": {"200": _json("Account"),
-                                      "401": _problem("authentication_required"),
-                                      "503": _problem("session_unavailable")}}},
+                        "responses": {"200": json_body("Account"),
+                                      "401": problem("authentication_required"),
+                                      "503": problem("session_unavailable")}}},
     "/api/events": {"get": {"summary": "List events",
-                            "responses": {"200": _json("EventList")}}},
+                            "responses": {"200": json_body("EventList")}}},
     "/api/events/{event_id}": {"get": {
-        "summary": "One event", "parameters": [_EVENT],
-        "responses": {"200": _json("Event"), "404": _problem("event_not_found")}}},
+        "summary": "One event", "parameters": [EVENT_ID],
+        "responses": {"200": json_body("Event"), "404": problem("event_not_found")}}},
     "/api/events/{event_id}/venue": {"get": {
         "summary": "The static seat layout (strong ETag, cacheable for a year)",
-        "parameters": [_EVENT],
-        "responses": {"200": _json("Venue"), "304": {"description": "Not modified"},
-                      "404": _problem("event_not_found")}}},
+        "parameters": [EVENT_ID],
+        "responses": {"200": json_body("Venue"), "304": {"description": "Not modified"},
+                      "404": problem("event_not_found")}}},
     "/api/events/{event_id}/holds": {"post": {
-        "summary": "Hold 1-6 seats, all or nothing", "parameters": [_EVENT, _IDEM],
+        "summary": "Hold 1-6 seats, all or nothing", "parameters": [EVENT_ID, _IDEM],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/HoldRequest"}}}},
         "responses": {
-            "201": _json("Hold", "Held (or the original response, replayed)"),
-            "400": _problem("invalid_seats", "idempotency_key_required", "invalid_json"),
-            "401": _problem("authentication_required"),
+            "201": json_body("Hold", "Held (or the original response, replayed)"),
+            "400": problem("invalid_seats", "idempotency_key_required", "invalid_json"),
+            "401": problem("authentication_required"),
             "403": _GATE,
-            "404": _problem("event_not_found"),
-            "409": _problem("seats_unavailable", "ticket_limit_exceeded",
+            "404": problem("event_not_found"),
+            "409": problem("seats_unavailable", "ticket_limit_exceeded",
                             "idempotency_conflict", "sale_not_open"),
-            "503": _problem("inventory_unavailable", "admission_unavailable")}}},
+            "503": problem("inventory_unavailable", "admission_unavailable")}}},
     "/api/holds/{hold_id}": {
         "get": {"summary": "One of your holds", "parameters": [_HOLD],
-                "responses": {"200": _json("Hold"), "404": _problem("hold_not_found")}},
+                "responses": {"200": json_body("Hold"), "404": problem("hold_not_found")}},
         "delete": {"summary": "Release one of your holds", "parameters": [_HOLD],
-                   "responses": {"200": _json("Hold"), "404": _problem("hold_not_found"),
-                                 "409": _problem("hold_not_releasable")}}},
+                   "responses": {"200": json_body("Hold"), "404": problem("hold_not_found"),
+                                 "409": problem("hold_not_releasable")}}},
     "/api/holds/{hold_id}/checkout": {"post": {
         "summary": "Pay for a hold: authorize, sell, capture (one order per hold)",
         "parameters": [_HOLD, _IDEM],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/CheckoutRequest"}}}},
         "responses": {
-            "201": _json("Order", "The order and its payment state; next_action when the "
+            "201": json_body("Order", "The order and its payment state; next_action when the "
                                   "shopper must authenticate (3-D Secure)"),
-            "200": _json("Order", "A replay of the same key and body: the order's current state"),
-            "400": _problem("invalid_payment_method", "idempotency_key_required",
+            "200": json_body("Order",
+                             "A replay of the same key and body: the order's current state"),
+            "400": problem("invalid_payment_method", "idempotency_key_required",
                             "invalid_json", "invalid_request"),
-            "413": _problem("invalid_request"),
-            "401": _problem("authentication_required"),
+            "413": problem("invalid_request"),
+            "401": problem("authentication_required"),
             "403": _GATE,
-            "404": _problem("hold_not_found"),
-            "409": _problem("hold_expired", "hold_expiring", "hold_checked_out",
+            "404": problem("hold_not_found"),
+            "409": problem("hold_expired", "hold_expiring", "hold_checked_out",
                             "checkout_in_progress", "price_changed", "ticket_limit_exceeded",
                             "idempotency_conflict"),
-            "503": _problem("payments_unavailable", "inventory_unavailable",
+            "503": problem("payments_unavailable", "inventory_unavailable",
                             "admission_unavailable")}}},
     "/api/orders/{order_id}": {"get": {
         "summary": "One of your orders: status, payment status, seats, amount, tickets",
         "parameters": [{"name": "order_id", "in": "path", "required": True,
                         "schema": {"type": "string", "format": "uuid"}}],
-        "responses": {"200": _json("Order"), "401": _problem("authentication_required"),
-                      "404": _problem("order_not_found")}}},
+        "responses": {"200": json_body("Order"), "401": problem("authentication_required"),
+                      "404": problem("order_not_found")}}},
     "/api/webhooks/payments": {"post": {
         "summary": "Provider webhooks (Psp-Signature: t=...,v1=HMAC-SHA256)",
         "parameters": [{"name": "Psp-Signature", "in": "header", "required": True,
                         "schema": {"type": "string"}}],
         "responses": {"200": {"description": "Received (applied, ignored or a duplicate)"},
-                      "400": _problem("invalid_signature", "invalid_webhook"),
-                      "503": _problem("payments_unavailable", "inventory_unavailable")}}},
+                      "400": problem("invalid_signature", "invalid_webhook"),
+                      "503": problem("payments_unavailable", "inventory_unavailable")}}},
     "/api/ops/events": {"post": {
         "summary": "Create an event from a generated layout (operator)",
         "security": [{"admin": []}],
@@ -128,20 +114,20 @@ PATHS: dict[str, dict[str, Any]] = {
                         "description": "Optional: a retried create returns the first event"}],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/EventSpec"}}}},
-        "responses": {"201": _json("Event"), "400": _problem("invalid_request"),
-                      "401": _problem("admin_required"),
-                      "409": _problem("idempotency_conflict")}}},
+        "responses": {"201": json_body("Event"), "400": problem("invalid_request"),
+                      "401": problem("admin_required"),
+                      "409": problem("idempotency_conflict")}}},
     "/metrics": {"get": {"summary": "Prometheus metrics",
                          "responses": {"200": {"description": "text/plain exposition"}}}},
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},
     "/readyz": {"get": {"summary": "Readiness (database reachable)",
                         "responses": {"200": {"description": "ready"},
-                                      "503": _problem("inventory_unavailable")}}},
+                                      "503": problem("inventory_unavailable")}}},
     "/openapi.json": {"get": {"summary": "This document",
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }
 
-_QUEUE_SETTINGS: dict[str, Any] = {
+QUEUE_SETTINGS: dict[str, Any] = {
     "queue_policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
     "prequeue_at": {"type": "string", "format": "date-time"},
     "admission_rate_min": {"type": "integer", "description": "New shoppers per minute"},
@@ -154,9 +140,6 @@ _SEAT = {"type": "object", "properties": {
     "price_minor": {"type": "integer"}}}
 
 SCHEMAS: dict[str, Any] = {
-    "Problem": {"type": "object", "required": ["type", "title", "status", "code"], "properties": {
-        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
-        "code": {"type": "string"}, "detail": {"type": "string"}}},
     "Credentials": {"type": "object", "required": ["email", "password"], "properties": {
         "email": {"type": "string", "format": "email"},
         "password": {"type": "string", "minLength": 8}}},
@@ -191,7 +174,7 @@ SCHEMAS: dict[str, Any] = {
         "venue_name": {"type": "string"}, "currency": {"type": "string"},
         "price_tiers": {"type": "array", "items": {"type": "object", "properties": {
             "name": {"type": "string"}, "price_minor": {"type": "integer"}}}},
-        **_QUEUE_SETTINGS}},
+        **QUEUE_SETTINGS}},
     "Venue": {"type": "object", "properties": {
         "event_id": {"type": "integer"}, "seat_count": {"type": "integer"},
         "tiers": {"type": "array"}, "columns": {"type": "array"},
@@ -212,11 +195,8 @@ SCHEMAS: dict[str, Any] = {
     "Order": {"type": "object", "properties": {
         "order_id": {"type": "string", "format": "uuid"},
         "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},
-        "order_status": {"type": "string",
-                         "enum": ["PENDING", "CONFIRMED", "CANCELLED", "FAILED"]},
-        "payment_status": {"type": "string", "enum": [
-            "PENDING", "REQUIRES_ACTION", "AUTHORIZED", "CAPTURED", "DECLINED", "UNKNOWN",
-            "VOIDED", "CAPTURE_FAILED", "FAILED"]},
+        "order_status": {"type": "string", "enum": [s.value for s in OrderState]},
+        "payment_status": {"type": "string", "enum": [s.value for s in PaymentStatus]},
         "next_action": {"type": ["object", "null"]},
         "amount_minor": {"type": "integer"}, "currency": {"type": "string"},
         "seats": {"type": "array", "items": _SEAT},
@@ -230,71 +210,13 @@ SCHEMAS: dict[str, Any] = {
         "updated_at": {"type": "string", "format": "date-time"}}},
     "Hold": {"type": "object", "properties": {
         "hold_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "integer"},
-        "status": {"type": "string",
-                   "enum": ["HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED", "EXPIRED"]},
+        "status": {"type": "string", "enum": [s.value for s in HoldState]},
         "expires_at": {"type": "string", "format": "date-time"},
         "seats": {"type": "array", "items": _SEAT},
         "amount_minor": {"type": "integer"}, "currency": {"type": "string"}}},
 }
 
+# The webhook reads signed bytes, not a JSON object: never 415.
+RAW_BODY_PATHS = ("/api/webhooks/payments",)
 
-_UNSAFE = ("post", "put", "patch", "delete")
-_RAW_BODY = ("/api/webhooks/payments",)  # signed bytes, not json_object: no 415
-
-
-def _with_refusals(paths: dict[str, Any]) -> dict[str, Any]:
-    """Every unsafe operation can be ``403 cross_site_request`` (core.security), and
-    every one that reads a JSON body ``415 unsupported_media_type`` (core.inputs)."""
-    out: dict[str, Any] = {}
-    for path, item in paths.items():
-        out[path] = dict(item)
-        for method, op in item.items():
-            if method not in _UNSAFE:
-                continue
-            responses = dict(op["responses"])
-            extra = [("403", "cross_site_request")]
-            if "requestBody" in op and path not in _RAW_BODY:
-                extra.append(("415", "unsupported_media_type"))
-            for status, code in extra:
-                found = responses.get(status)
-                if found is None or "application/problem+json" not in found.get("content", {}):
-                    responses[status] = _problem(code)
-                else:
-                    responses[status] = {**found,
-                                         "description": f"{found['description']}, {code}"}
-            out[path][method] = {**op, "responses": responses}
-    return out
-
-
-def document(parts: tuple[str, ...] = ("core",)) -> dict[str, Any]:
-    """The document of what an app serves: core, the edge, the seat map, or all (dev)."""
-    from onsale.edge.openapi import EDGE_PATHS, EDGE_SCHEMAS
-
-    paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = {"Problem": SCHEMAS["Problem"]}
-    if "core" in parts:
-        paths.update(PATHS)
-        schemas.update(SCHEMAS)
-    if "edge" in parts:
-        paths.update(EDGE_PATHS)
-        schemas.update(EDGE_SCHEMAS)
-    if "seatmap" in parts:
-        from onsale.seatmap.openapi import SEATMAP_PATHS, SEATMAP_SCHEMAS
-
-        paths.update(SEATMAP_PATHS)
-        schemas.update(SEATMAP_SCHEMAS)
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "onsale API (" + " + ".join(parts) + ")", "version": "0.1.0"},
-        "paths": _with_refusals(paths),
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},
-        },
-    }
-
-
-async def openapi_endpoint(request: Request) -> Response:
-    app = request.scope.get("app")
-    parts = getattr(app.state, "openapi_parts", ("core",)) if app is not None else ("core",)
-    return JSONResponse(document(parts))
+CORE_API = ApiSpec("core", PATHS, SCHEMAS, raw_body_paths=RAW_BODY_PATHS)

@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from onsale.core.payment_state import OperationStatus, PaymentOutcome
+
 AUTHORIZE, CAPTURE, VOID = "AUTHORIZE", "CAPTURE", "VOID"
-OPEN_STATUSES = ("PENDING", "UNKNOWN", "REQUIRES_ACTION")
+OPEN_STATUSES = (OperationStatus.PENDING, OperationStatus.UNKNOWN,
+                 OperationStatus.REQUIRES_ACTION)
 
 
 @dataclass(frozen=True)
@@ -27,13 +30,13 @@ class ProviderAnswer:
 
 @dataclass(frozen=True)
 class Outcome:
-    outcome: str
+    outcome: PaymentOutcome
     provider_ref: str | None = None
     failure_code: str | None = None
     next_action: dict[str, Any] | None = None
 
 
-UNKNOWN = Outcome("UNKNOWN")
+UNKNOWN = Outcome(PaymentOutcome.UNKNOWN)
 
 
 def _intent(body: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -69,28 +72,29 @@ def from_intent(kind: str, intent: dict[str, Any]) -> Outcome:
     status = intent.get("status")
     if kind == AUTHORIZE:
         if status in ("requires_capture", "succeeded"):
-            return Outcome("AUTHORIZED", ref)
+            return Outcome(PaymentOutcome.AUTHORIZED, ref)
         if status == "requires_action":
             action = intent.get("next_action")
-            return Outcome("REQUIRES_ACTION", ref,
+            return Outcome(PaymentOutcome.REQUIRES_ACTION, ref,
                            next_action=action if isinstance(action, dict) else None)
         if status == "requires_payment_method":
-            return Outcome("DECLINED", ref, _failure_code(intent, {}) or "declined")
+            return Outcome(PaymentOutcome.DECLINED, ref, _failure_code(intent, {}) or "declined")
         if status == "canceled":
-            return Outcome("NO_AUTHORIZATION", ref, "canceled")
-        return Outcome("UNKNOWN", ref)
+            return Outcome(PaymentOutcome.NO_AUTHORIZATION, ref, "canceled")
+        return Outcome(PaymentOutcome.UNKNOWN, ref)
     if kind == CAPTURE:
         if status == "succeeded":
-            return Outcome("CAPTURED", ref)
+            return Outcome(PaymentOutcome.CAPTURED, ref)
         if status in ("canceled", "requires_payment_method"):
-            return Outcome("CAPTURE_FAILED", ref, str(intent.get("cancellation_reason") or status))
-        return Outcome("UNKNOWN", ref)
+            return Outcome(PaymentOutcome.CAPTURE_FAILED, ref,
+                           str(intent.get("cancellation_reason") or status))
+        return Outcome(PaymentOutcome.UNKNOWN, ref)
     if kind == VOID:
         if status == "canceled":
-            return Outcome("VOIDED", ref)
+            return Outcome(PaymentOutcome.VOIDED, ref)
         if status == "succeeded":
-            return Outcome("VOID_FAILED", ref, "already_captured")
-        return Outcome("UNKNOWN", ref)
+            return Outcome(PaymentOutcome.VOID_FAILED, ref, "already_captured")
+        return Outcome(PaymentOutcome.UNKNOWN, ref)
     raise ValueError(f"unknown operation kind {kind!r}")
 
 
@@ -119,24 +123,27 @@ def classify(kind: str, answer: ProviderAnswer) -> Outcome:
     if kind == AUTHORIZE:
         if answer.status_code in (400, 402):  # declined, or a card the provider refused
             ref = intent.get("id") if intent else None
-            return Outcome("DECLINED", ref, _failure_code(intent, error) or "declined")
+            return Outcome(PaymentOutcome.DECLINED, ref, _failure_code(intent, error) or "declined")
         return UNKNOWN
     if kind == CAPTURE:
         if intent is not None and answer.status_code == 400:
             state = from_intent(CAPTURE, intent)
-            return state if state.outcome != "UNKNOWN" else Outcome(
-                "CAPTURE_FAILED", intent.get("id"), str(error.get("code") or "capture_failed"))
+            return state if state.outcome != PaymentOutcome.UNKNOWN else Outcome(
+                PaymentOutcome.CAPTURE_FAILED, intent.get("id"),
+                str(error.get("code") or "capture_failed"))
         if answer.status_code in (400, 402) or (
                 answer.status_code == 404 and error.get("code") == "resource_missing"):
-            return Outcome("CAPTURE_FAILED", None, str(error.get("code") or "capture_failed"))
+            return Outcome(PaymentOutcome.CAPTURE_FAILED, None,
+                           str(error.get("code") or "capture_failed"))
         return UNKNOWN
     if kind == VOID:
         if intent is not None and answer.status_code == 400:
             state = from_intent(VOID, intent)
-            return state if state.outcome != "UNKNOWN" else Outcome(
-                "VOID_FAILED", intent.get("id"), str(error.get("code") or "void_failed"))
+            return state if state.outcome != PaymentOutcome.UNKNOWN else Outcome(
+                PaymentOutcome.VOID_FAILED, intent.get("id"),
+                str(error.get("code") or "void_failed"))
         if answer.status_code == 404 and error.get("code") == "resource_missing":
-            return Outcome("VOIDED", None, "no_such_intent")  # nothing left to void
+            return Outcome(PaymentOutcome.VOIDED, None, "no_such_intent")  # nothing left to void
         return UNKNOWN
     raise ValueError(f"unknown operation kind {kind!r}")
 
@@ -160,11 +167,11 @@ def can_change(kind: str, status: str, outcome: str) -> bool:
     """Whether applying ``outcome`` to an operation in ``status`` could change
     anything: a definitive operation never changes, except that an
     authorization we gave up on and that turns up after all must be voided."""
-    if status == "SUCCEEDED":
+    if status == OperationStatus.SUCCEEDED:
         return False
-    if status == "FAILED":
-        return kind == AUTHORIZE and outcome == "AUTHORIZED"
-    return outcome != "UNKNOWN"
+    if status == OperationStatus.FAILED:
+        return kind == AUTHORIZE and outcome == PaymentOutcome.AUTHORIZED
+    return outcome != PaymentOutcome.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -184,12 +191,13 @@ def after_lookup(found: dict[str, Any] | None, past_grace: bool) -> Decision:
     seats go only when the provider confirms the void.
     """
     if found is None:
-        return Decision("apply", Outcome("NO_AUTHORIZATION", None, "not_found")) if past_grace \
-            else Decision("wait")
+        if not past_grace:
+            return Decision("wait")
+        return Decision("apply", Outcome(PaymentOutcome.NO_AUTHORIZATION, None, "not_found"))
     outcome = from_intent(AUTHORIZE, found)
-    if outcome.outcome == "REQUIRES_ACTION":
+    if outcome.outcome == PaymentOutcome.REQUIRES_ACTION:
         return Decision("abandon", outcome) if past_grace else Decision("wait", outcome)
-    if outcome.outcome == "UNKNOWN":
+    if outcome.outcome == PaymentOutcome.UNKNOWN:
         return Decision("wait", outcome)
     return Decision("apply", outcome)
 

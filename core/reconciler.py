@@ -17,6 +17,7 @@ from typing import Any
 
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import AUTHORIZE, VOID, Outcome, after_lookup
+from onsale.core.payment_state import PaymentOutcome
 from onsale.core.payments import Payments
 from onsale.core.psp_client import search_hit
 from onsale.core.queries import queries
@@ -55,8 +56,8 @@ async def _follow_up(payments: Payments, op: Any) -> str:
         if not answered:
             return "wait"
         if found is None:
-            await payments.apply(op["operation_id"], Outcome("VOIDED", None, "not_found"),
-                                 "reconciler")
+            await payments.apply(op["operation_id"],
+                                 Outcome(PaymentOutcome.VOIDED, None, "not_found"), "reconciler")
             return "voided"
         intent_id = found["id"]
     await payments.send(op["operation_id"], op["kind"], intent_id, "reconciler")

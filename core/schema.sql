@@ -1,17 +1,38 @@
--- The declared schema: what the database looks like after every migration.
--- tests/integration/test_migrate.py proves the migrations produce exactly this.
+-- The declared schema of core: every table, index and function as it stands
+-- after all migrations, each written exactly once.
+--
+-- This file is a document. Production never runs it: `onsale migrate` applies
+-- the numbered migrations (core/migrations/, DDL and data changes, once each)
+-- and then the function files (core/sql/functions/, whenever one changes).
+-- tests/integration/test_migrate.py builds one database that way and another
+-- from this file, and requires the two catalogues to be equal (tables,
+-- columns, constraints, indexes, triggers, function signatures and bodies).
+-- Change a table: write a migration and update its declaration here. Change a
+-- function: edit its file and copy the definition here.
+--
+-- Sections: 1. events and accounts; 2. the venue; 3. seat inventory and
+-- holds; 4. orders, payments and tickets; 5. the outbox; 6. indexes;
+-- 7. functions. Columns appear in table order: a column added by a later
+-- migration comes last.
 
--- 0001: accounts, events, venue layout, seat inventory, holds, orders, outbox.
--- The authoritative inventory lives here and nowhere else (docs/architecture.md).
+
+-- 1. Events and accounts ---------------------------------------------------
 
 CREATE TABLE accounts (
     account_id    uuid PRIMARY KEY DEFAULT uuidv7(),
-    email         text NOT NULL,
+    email         text NOT NULL,  -- unique case-insensitively (accounts_email_key)
     password_hash text NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now()
 );
-CREATE UNIQUE INDEX accounts_email_key ON accounts (lower(email));
 
+-- An event's sale settings, and its waiting room (edge/, docs/edge.md): the
+-- queue policy is frozen once the sale opens (checked by the operator route
+-- by database time).
+--   prequeue_at NULL: visitors may join as soon as the event exists.
+--   admission_rate_min/max: new shoppers per minute, the controller's bounds.
+--   draw_commitment: sha256 hex of the draw seed, published before opening;
+--   draw_seed: the seed, NULL until the draw reveals it (it waits in
+--   event_draw_secrets, which no API reads).
 CREATE TABLE events (
     event_id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name                    text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
@@ -23,8 +44,40 @@ CREATE TABLE events (
     max_tickets_per_account integer NOT NULL CHECK (max_tickets_per_account BETWEEN 1 AND 100),
     max_seats_per_hold      integer NOT NULL CHECK (max_seats_per_hold BETWEEN 1 AND 100),
     seat_count              integer NOT NULL CHECK (seat_count > 0),
-    created_at              timestamptz NOT NULL DEFAULT now()
+    created_at              timestamptz NOT NULL DEFAULT now(),
+    queue_policy            text NOT NULL DEFAULT 'fifo'
+                            CHECK (queue_policy IN ('fifo', 'random', 'passthrough')),
+    prequeue_at             timestamptz,
+    admission_rate_min      integer NOT NULL DEFAULT 60
+                            CHECK (admission_rate_min BETWEEN 1 AND 1000000),
+    admission_rate_max      integer NOT NULL DEFAULT 6000
+                            CHECK (admission_rate_max BETWEEN 1 AND 1000000),
+    active_cap              integer NOT NULL DEFAULT 10000
+                            CHECK (active_cap BETWEEN 1 AND 10000000),
+    pow_difficulty          smallint NOT NULL DEFAULT 0 CHECK (pow_difficulty BETWEEN 0 AND 32),
+    admission_paused        boolean NOT NULL DEFAULT false,
+    draw_commitment         text,
+    draw_seed               text,
+    drawn_at                timestamptz,
+    CONSTRAINT events_admission_rate_bounds CHECK (admission_rate_min <= admission_rate_max),
+    CONSTRAINT events_prequeue_before_onsale CHECK (prequeue_at <= onsale_at)
 );
+
+CREATE TABLE event_draw_secrets (
+    event_id bigint PRIMARY KEY REFERENCES events,
+    seed     text NOT NULL
+);
+
+-- A random draw as published: every participant id (sorted, so the list says
+-- nothing about arrival order); the order is recomputed from the seed.
+CREATE TABLE queue_draws (
+    event_id     bigint PRIMARY KEY REFERENCES events,
+    participants uuid[] NOT NULL,
+    drawn_at     timestamptz NOT NULL DEFAULT now()
+);
+
+
+-- 2. The venue -------------------------------------------------------------
 
 -- Prices are versioned: a seat row carries the price_version it is sold at,
 -- and every total is computed by the server from the locked version.
@@ -50,7 +103,6 @@ CREATE TABLE seats (
     rank      integer NOT NULL,
     PRIMARY KEY (event_id, seat_id)
 );
-CREATE INDEX seats_rank_idx ON seats (event_id, rank);
 
 -- The venue layout as served to browsers: content-addressed by etag, stored
 -- compressed once so no request pays for gzip.
@@ -61,8 +113,12 @@ CREATE TABLE venue_layouts (
     body_gzip bytea NOT NULL
 );
 
--- One narrow hot row per seat. No secondary index on hold_id so that status
--- changes stay HOT updates; every lookup goes through (event_id, seat_id).
+
+-- 3. Seat inventory and holds ----------------------------------------------
+
+-- One narrow hot row per seat, the authority on who has it. No secondary
+-- index on hold_id so that status changes stay HOT updates (fillfactor 80
+-- leaves them room); every lookup goes through (event_id, seat_id).
 CREATE TABLE seat_inventory (
     event_id        bigint NOT NULL,
     seat_id         integer NOT NULL,
@@ -80,6 +136,9 @@ CREATE TABLE seat_inventory (
     CHECK (status <> 'AVAILABLE' OR (hold_id IS NULL AND order_id IS NULL))
 ) WITH (fillfactor = 80);
 
+-- A hold: the seats an account claimed, what they cost when claimed, and the
+-- deadline. grace_until is the one-time payment grace, set when the hold
+-- first enters PAYMENT_PENDING and never extended afterwards.
 CREATE TABLE holds (
     hold_id         uuid PRIMARY KEY,
     event_id        bigint NOT NULL REFERENCES events,
@@ -94,15 +153,12 @@ CREATE TABLE holds (
     currency        char(3) NOT NULL,
     expires_at      timestamptz NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
-    updated_at      timestamptz NOT NULL DEFAULT now()
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    grace_until     timestamptz
 );
-CREATE UNIQUE INDEX holds_account_key_idx ON holds (account_id, idempotency_key);
-CREATE INDEX holds_active_by_account_idx ON holds (event_id, account_id)
-    WHERE status IN ('HELD', 'PAYMENT_PENDING', 'CONFIRMED');
-CREATE INDEX holds_due_idx ON holds (expires_at) WHERE status = 'HELD';
 
--- One immutable request per (account, key); the response commits with the
--- business state it describes.
+-- One immutable request per (account, key), a hold request or a checkout
+-- request (scope); the response commits with the business state it describes.
 CREATE TABLE idempotency_keys (
     account_id  uuid NOT NULL,
     key         text NOT NULL,
@@ -111,14 +167,15 @@ CREATE TABLE idempotency_keys (
     response    jsonb,
     resource_id uuid,
     created_at  timestamptz NOT NULL DEFAULT now(),
+    scope       text NOT NULL DEFAULT 'hold' CHECK (scope IN ('hold', 'checkout')),
     PRIMARY KEY (account_id, key)
 );
-CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
 -- Every time a held seat leaves its hold other than by sale: released by its
--- owner, expired by the sweeper, or reclaimed by a newer hold after the
--- deadline. The row's state before the change is kept, so invariant 4 (an
--- expiry action changes only its own, expired hold) is audited from this.
+-- owner, expired by the sweeper, reclaimed by a newer hold after the
+-- deadline, freed because its payment failed, or put back on sale by a
+-- compensation. The row's state before the change is kept, so invariant 4
+-- (an expiry action changes only its own, expired hold) is audited from this.
 CREATE TABLE hold_releases (
     release_id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     hold_id          uuid NOT NULL,
@@ -127,24 +184,38 @@ CREATE TABLE hold_releases (
     prior_hold_id    uuid,
     prior_status     text NOT NULL,
     prior_expires_at timestamptz,
-    reason           text NOT NULL CHECK (reason IN ('expired', 'released', 'reclaimed')),
+    reason           text NOT NULL
+                     CHECK (reason IN ('expired', 'released', 'reclaimed', 'payment_failed',
+                                       'compensated')),
     released_at      timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE TABLE orders (
-    order_id      uuid PRIMARY KEY DEFAULT uuidv7(),
-    hold_id       uuid NOT NULL UNIQUE REFERENCES holds,
-    event_id      bigint NOT NULL REFERENCES events,
-    account_id    uuid NOT NULL REFERENCES accounts,
-    status        text NOT NULL
-                  CHECK (status IN ('PENDING', 'CONFIRMED', 'CANCELLED', 'FAILED')),
-    amount_minor  bigint NOT NULL CHECK (amount_minor >= 0),
-    currency      char(3) NOT NULL,
-    created_at    timestamptz NOT NULL DEFAULT now(),
-    updated_at    timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX orders_account_idx ON orders (account_id, created_at);
 
+-- 4. Orders, payments and tickets ------------------------------------------
+
+-- One order per hold, from the start of checkout (PENDING). payment_status
+-- follows the provider; FAILED: the payment never happened (not found at the
+-- provider past the grace).
+CREATE TABLE orders (
+    order_id       uuid PRIMARY KEY DEFAULT uuidv7(),
+    hold_id        uuid NOT NULL UNIQUE REFERENCES holds,
+    event_id       bigint NOT NULL REFERENCES events,
+    account_id     uuid NOT NULL REFERENCES accounts,
+    status         text NOT NULL
+                   CHECK (status IN ('PENDING', 'CONFIRMED', 'CANCELLED', 'FAILED')),
+    amount_minor   bigint NOT NULL CHECK (amount_minor >= 0),
+    currency       char(3) NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    updated_at     timestamptz NOT NULL DEFAULT now(),
+    payment_status text NOT NULL DEFAULT 'PENDING'
+                   CHECK (payment_status IN ('PENDING', 'REQUIRES_ACTION', 'AUTHORIZED',
+                                             'CAPTURED', 'DECLINED', 'UNKNOWN', 'VOIDED',
+                                             'CAPTURE_FAILED', 'FAILED')),
+    cancel_reason  text,
+    checkout_key   text
+);
+
+-- The seats of an order at the price sold; valid = false once compensated.
 CREATE TABLE order_items (
     order_id     uuid NOT NULL REFERENCES orders,
     event_id     bigint NOT NULL,
@@ -153,9 +224,75 @@ CREATE TABLE order_items (
     valid        boolean NOT NULL DEFAULT true,
     PRIMARY KEY (order_id, seat_id)
 );
--- The rule, guarded a second time: one valid sold item per (event, seat).
-CREATE UNIQUE INDEX order_items_one_valid_sale ON order_items (event_id, seat_id) WHERE valid;
 
+-- One call (and its retries) to the provider. operation_id is the provider's
+-- idempotency key, so a retry can never create a second charge.
+--   PENDING          recorded, not yet answered (maybe never sent)
+--   UNKNOWN          sent, no definitive answer (timeout, 5xx, lost response)
+--   REQUIRES_ACTION  the provider wants the shopper (3-D Secure)
+--   SUCCEEDED/FAILED definitive
+-- A CAPTURE or a VOID names the AUTHORIZE it follows (parent_operation_id).
+CREATE TABLE payment_operations (
+    operation_id        uuid PRIMARY KEY DEFAULT uuidv7(),
+    order_id            uuid NOT NULL REFERENCES orders,
+    kind                text NOT NULL CHECK (kind IN ('AUTHORIZE', 'CAPTURE', 'VOID')),
+    parent_operation_id uuid REFERENCES payment_operations,
+    status              text NOT NULL DEFAULT 'PENDING'
+                        CHECK (status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION',
+                                          'SUCCEEDED', 'FAILED')),
+    amount_minor        bigint NOT NULL CHECK (amount_minor >= 0),
+    currency            char(3) NOT NULL,
+    payment_method      text,
+    provider_ref        text,
+    failure_code        text,
+    next_action         jsonb,
+    attempts            integer NOT NULL DEFAULT 0,
+    next_check_at       timestamptz NOT NULL DEFAULT now(),
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    CHECK ((kind = 'AUTHORIZE') = (parent_operation_id IS NULL))
+);
+
+-- Every change of an order's or a payment's state, with why: the audit trail
+-- of compensations, voids and reconciliations.
+CREATE TABLE payment_events (
+    payment_event_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id         uuid NOT NULL,
+    operation_id     uuid,
+    action           text NOT NULL,
+    detail           jsonb NOT NULL DEFAULT '{}',
+    created_at       timestamptz NOT NULL DEFAULT now()
+);
+
+-- Verified provider webhooks, deduplicated by the provider's event id.
+CREATE TABLE webhook_events (
+    provider_event_id text PRIMARY KEY,
+    event_type        text NOT NULL,
+    provider_ref      text,
+    outcome           text NOT NULL,
+    payload           jsonb NOT NULL,
+    received_at       timestamptz NOT NULL DEFAULT now()
+);
+
+-- Issued once the payment is captured, one per seat of the order.
+CREATE TABLE tickets (
+    ticket_id  uuid PRIMARY KEY DEFAULT uuidv7(),
+    order_id   uuid NOT NULL REFERENCES orders,
+    event_id   bigint NOT NULL,
+    seat_id    integer NOT NULL,
+    code       text NOT NULL UNIQUE,
+    issued_at  timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (order_id, seat_id)
+);
+
+
+-- 5. The outbox ------------------------------------------------------------
+
+-- Messages written in the same transaction as the change they announce
+-- (docs/outbox.md). txid is the writing transaction: the relay publishes a
+-- row only once every transaction older than the oldest one still running
+-- has ended, so a row committed late with a lower id is never skipped or
+-- overtaken.
 CREATE TABLE outbox (
     outbox_id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     event_id     bigint NOT NULL,
@@ -163,24 +300,71 @@ CREATE TABLE outbox (
     event_type   text NOT NULL,
     payload      jsonb NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
-    published_at timestamptz
+    published_at timestamptz,
+    txid         xid8 NOT NULL DEFAULT pg_current_xact_id()
 );
+
+
+-- 6. Indexes (besides those of primary keys and UNIQUE constraints) ----------
+
+CREATE UNIQUE INDEX accounts_email_key ON accounts (lower(email));
+
+CREATE INDEX seats_rank_idx ON seats (event_id, rank);
+
+-- A key is unique per account; the limit check counts an account's live
+-- holds; the sweeper finds holds past their deadline.
+CREATE UNIQUE INDEX holds_account_key_idx ON holds (account_id, idempotency_key);
+CREATE INDEX holds_active_by_account_idx ON holds (event_id, account_id)
+    WHERE status IN ('HELD', 'PAYMENT_PENDING', 'CONFIRMED');
+CREATE INDEX holds_due_idx ON holds (expires_at) WHERE status = 'HELD';
+
+CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
+
+CREATE INDEX orders_account_idx ON orders (account_id, created_at);
+
+-- The rule, guarded a second time: one valid sold item per (event, seat).
+CREATE UNIQUE INDEX order_items_one_valid_sale ON order_items (event_id, seat_id) WHERE valid;
+
+-- At most one authorization per order that is not definitively failed: a
+-- second checkout on the same hold cannot start a second charge.
+CREATE UNIQUE INDEX payment_operations_one_live_authorize ON payment_operations (order_id)
+    WHERE kind = 'AUTHORIZE' AND status <> 'FAILED';
+-- One capture and one void per authorization.
+CREATE UNIQUE INDEX payment_operations_one_per_parent ON payment_operations
+    (parent_operation_id, kind) WHERE parent_operation_id IS NOT NULL;
+-- The reconciler's work list, and look-ups by order and by provider reference.
+CREATE INDEX payment_operations_open_idx ON payment_operations (next_check_at)
+    WHERE status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');
+CREATE INDEX payment_operations_order_idx ON payment_operations (order_id);
+CREATE INDEX payment_operations_ref_idx ON payment_operations (provider_ref);
+
+CREATE INDEX payment_events_order_idx ON payment_events (order_id);
+
 CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS NULL;
 
--- 0002: the hold decision as one database round trip.
---
--- Rare refusals raise a stable error (SQLSTATE 'OS4xx', MESSAGE = the problem
--- code, DETAIL = JSON); the common one (seats taken) is returned as a 409 row.
--- Either way a refused decision has written nothing. core/hold_store.py maps
--- both.
---
--- Lock order, everywhere: per-(event, account) advisory lock -> hold row ->
--- seat rows in seat_id order -> idempotency row (inserted last, with the
--- response). The sweeper takes hold and seat rows with SKIP LOCKED and never
--- waits.
 
--- The stored response for (account, key), NULL if the key is new; a key
--- reused for a different request is refused.
+-- 7. Functions -------------------------------------------------------------
+--
+-- Each is the text of core/sql/functions/<name>.sql, whose header says what
+-- it does and who calls it (the rules for those files: docs/operations.md,
+-- "Migrations"). There are no triggers; one would be declared here, after its
+-- trigger function.
+--
+-- Errors: a business refusal raises RAISE EXCEPTION USING ERRCODE = 'OS409'
+-- (SQLSTATE OS400, OS404 or OS409: HTTP 400, 404 or 409), MESSAGE = the
+-- problem code, DETAIL = a JSON object merged into the problem body
+-- (core/hold_store.py maps them). Raising aborts the statement, so a refused
+-- decision has written nothing. The common refusal of a hold (seats taken) is
+-- returned as a 409 row instead. OSRTY asks the caller to retry.
+--
+-- Lock order, everywhere: the per-(event, account) advisory lock -> the hold
+-- row -> seat rows in seat_id order -> the order row -> payment operation
+-- rows; the idempotency row is inserted last, with the response. The sweeper
+-- takes hold and seat rows with SKIP LOCKED and never waits.
+
+-- Holds: claim, release, expire (core/hold_store.py, core/sweeper.py)
+
+-- onsale_replay: the stored response for (account, key), NULL if new.
 CREATE FUNCTION onsale_replay(p_account_id uuid, p_key text, p_digest text)
 RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -197,9 +381,7 @@ BEGIN
     RETURN jsonb_build_object('status_code', v_prev.status_code, 'body', v_prev.response);
 END $$;
 
--- Replay a request that a concurrent twin (same key) completed while we
--- waited, or answer 409 seats_unavailable. Returned rather than raised: the
--- losing path has written nothing, and most attempts on a hot seat lose.
+-- onsale_unavailable: a replay, or 409 seats_unavailable as an answer.
 CREATE FUNCTION onsale_unavailable(
     p_account_id uuid, p_key text, p_digest text, p_taken integer[]
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -215,8 +397,7 @@ BEGIN
                                    'unavailable_seat_ids', to_jsonb(coalesce(p_taken, '{}'))));
 END $$;
 
--- Load the event and check the request size. Returns the stored response
--- when the key was used before (replay, no new state).
+-- onsale_hold_prelude: load the event, check the request size.
 CREATE FUNCTION onsale_hold_prelude(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_quantity integer,
     OUT replay jsonb, OUT ttl integer, OUT currency char(3), OUT max_tickets integer
@@ -247,10 +428,7 @@ BEGIN
     END IF;
 END $$;
 
--- Serialise this account's holds for this event, then count what it owns:
--- live holds, holds in payment, and sold seats. A twin request with the same
--- key may have committed while we waited for the lock: its response is
--- returned (to be replayed) instead of counting its seats against us.
+-- onsale_hold_limit: the account's advisory lock and ticket limit.
 CREATE FUNCTION onsale_hold_limit(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text,
     p_quantity integer, p_max integer
@@ -277,10 +455,7 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- Write the hold on seats already locked by the caller (sorted ids). The
--- idempotency record commits with it; if a concurrent twin with the same key
--- got there first, everything rolls back and the caller retries (OSRTY),
--- which then replays the twin's response.
+-- onsale_hold_commit: write the hold on seats the caller has locked.
 CREATE FUNCTION onsale_hold_commit(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],
     p_ttl integer, p_currency char(3)
@@ -352,445 +527,8 @@ BEGIN
     RETURN v_body;
 END $$;
 
--- Hold exactly these seats, all or nothing.
+-- onsale_hold: hold exactly these seats, all or nothing.
 CREATE FUNCTION onsale_hold(
-    p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],
-    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
-    OUT replayed boolean
-) LANGUAGE plpgsql AS $$
-DECLARE
-    v_pre record;
-    v_sorted integer[];
-    v_found integer;
-    v_taken integer[];
-    v_replay jsonb;
-    v_t0 timestamptz;
-BEGIN
-    lock_wait_ms := 0;
-    replayed := true;
-    SELECT * INTO v_pre
-    FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, cardinality(p_seat_ids));
-    IF v_pre.replay IS NOT NULL THEN
-        status_code := (v_pre.replay ->> 'status_code')::integer;
-        body := v_pre.replay -> 'body';
-        RETURN;
-    END IF;
-
-    SELECT array_agg(DISTINCT x ORDER BY x) INTO v_sorted FROM unnest(p_seat_ids) AS x;
-    IF cardinality(v_sorted) <> cardinality(p_seat_ids) THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
-            DETAIL = '{"reason": "duplicate"}';
-    END IF;
-
-    -- Fail fast without locking when a seat is already taken in committed
-    -- state: on a hot seat most attempts lose, and they should not queue for
-    -- the row lock (and the winner's commit) only to learn that. A seat that
-    -- looks free here is still decided under the lock below.
-    SELECT count(*),
-           array_agg(si.seat_id ORDER BY si.seat_id) FILTER (
-               WHERE NOT (si.status = 'AVAILABLE'
-                          OR (si.status = 'HELD' AND si.hold_expires_at <= now())))
-    INTO v_found, v_taken
-    FROM seat_inventory si
-    WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted);
-    IF v_found <> cardinality(v_sorted) THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_seats',
-            DETAIL = jsonb_build_object('unknown_seat_ids', (
-                SELECT jsonb_agg(x ORDER BY x) FROM unnest(v_sorted) AS x
-                WHERE NOT EXISTS (SELECT 1 FROM seat_inventory si
-                                  WHERE si.event_id = p_event_id AND si.seat_id = x)))::text;
-    END IF;
-    IF v_taken IS NOT NULL THEN
-        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
-        status_code := (v_replay ->> 'status_code')::integer;
-        body := v_replay -> 'body';
-        replayed := (v_replay ->> 'replayed')::boolean;
-        RETURN;
-    END IF;
-
-    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest,
-                                  cardinality(v_sorted), v_pre.max_tickets);
-    IF v_replay IS NOT NULL THEN
-        status_code := (v_replay ->> 'status_code')::integer;
-        body := v_replay -> 'body';
-        replayed := true;
-        RETURN;
-    END IF;
-
-    -- Lock the requested rows in seat_id order (the sort runs below the lock).
-    v_t0 := clock_timestamp();
-    SELECT count(*),
-           array_agg(l.seat_id ORDER BY l.seat_id) FILTER (
-               WHERE NOT (l.status = 'AVAILABLE'
-                          OR (l.status = 'HELD' AND l.hold_expires_at <= now())))
-    INTO v_found, v_taken
-    FROM (SELECT si.seat_id, si.status, si.hold_expires_at
-          FROM seat_inventory si
-          WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_sorted)
-          ORDER BY si.seat_id
-          FOR UPDATE) AS l;
-    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
-
-    IF v_taken IS NOT NULL THEN
-        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, v_taken);
-        status_code := (v_replay ->> 'status_code')::integer;
-        body := v_replay -> 'body';
-        replayed := (v_replay ->> 'replayed')::boolean;
-        RETURN;
-    END IF;
-
-    body := onsale_hold_commit(p_event_id, p_account_id, p_key, p_digest, v_sorted,
-                               v_pre.ttl, v_pre.currency);
-    status_code := 201;
-    replayed := false;
-END $$;
-
--- Best available: the n best-ranked free seats (adjacent in one row when
--- p_together), taken with SKIP LOCKED so concurrent shoppers do not queue
--- behind the same candidates.
-CREATE FUNCTION onsale_hold_best(
-    p_event_id bigint, p_account_id uuid, p_key text, p_digest text,
-    p_quantity integer, p_section text, p_together boolean,
-    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
-    OUT replayed boolean
-) LANGUAGE plpgsql AS $$
-DECLARE
-    v_pre record;
-    v_ids integer[];
-    v_block integer[];
-    v_skip integer[] := '{}';
-    v_try integer;
-    v_replay jsonb;
-    v_t0 timestamptz;
-BEGIN
-    lock_wait_ms := 0;
-    replayed := true;
-    SELECT * INTO v_pre
-    FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, p_quantity);
-    IF v_pre.replay IS NOT NULL THEN
-        status_code := (v_pre.replay ->> 'status_code')::integer;
-        body := v_pre.replay -> 'body';
-        RETURN;
-    END IF;
-    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest,
-                                  p_quantity, v_pre.max_tickets);
-    IF v_replay IS NOT NULL THEN
-        status_code := (v_replay ->> 'status_code')::integer;
-        body := v_replay -> 'body';
-        replayed := true;
-        RETURN;
-    END IF;
-
-    v_t0 := clock_timestamp();
-    IF NOT p_together THEN
-        SELECT array_agg(c.seat_id) INTO v_ids
-        FROM (SELECT si.seat_id
-              FROM seats s
-              JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
-              WHERE s.event_id = p_event_id
-                AND (p_section IS NULL OR s.section = p_section)
-                AND (si.status = 'AVAILABLE'
-                     OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
-              ORDER BY s.rank
-              LIMIT p_quantity
-              FOR UPDATE OF si SKIP LOCKED) AS c;
-    ELSE
-        -- Find the best block with a plain read, then lock only its seats
-        -- (SKIP LOCKED, predicate re-checked). If someone took part of it
-        -- meanwhile, leave that block out and look again, a few times.
-        FOR v_try IN 1..5 LOOP
-            WITH cand AS MATERIALIZED (
-                SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
-                FROM seats s
-                JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
-                WHERE s.event_id = p_event_id
-                  AND (p_section IS NULL OR s.section = p_section)
-                  AND (si.status = 'AVAILABLE'
-                       OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
-                  AND NOT (si.seat_id = ANY (v_skip))
-                ORDER BY s.rank
-                LIMIT 1000
-            ), runs AS (
-                SELECT c.*, c.number - row_number() OVER (
-                           PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
-                FROM cand c
-            ), windows AS (
-                -- Every block of p_quantity adjacent free seats in one row,
-                -- scored by the ranks of its seats: the best block, not the first.
-                SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
-                       array_agg(r.seat_id) OVER w AS ids
-                FROM runs r
-                WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
-                             ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
-            )
-            SELECT w.ids INTO v_block FROM windows w WHERE w.n = p_quantity
-            ORDER BY w.score LIMIT 1;
-            EXIT WHEN v_block IS NULL;
-            SELECT array_agg(l.seat_id) INTO v_ids
-            FROM (SELECT si.seat_id FROM seat_inventory si
-                  WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_block)
-                    AND (si.status = 'AVAILABLE'
-                         OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
-                  ORDER BY si.seat_id
-                  FOR UPDATE SKIP LOCKED) AS l;
-            EXIT WHEN coalesce(cardinality(v_ids), 0) = p_quantity;
-            v_skip := v_skip || v_block;
-            v_ids := NULL;
-        END LOOP;
-    END IF;
-    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
-
-    IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
-        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, '{}');
-        status_code := (v_replay ->> 'status_code')::integer;
-        body := v_replay -> 'body';
-        replayed := (v_replay ->> 'replayed')::boolean;
-        RETURN;
-    END IF;
-    SELECT array_agg(x ORDER BY x) INTO v_ids FROM unnest(v_ids) AS x;
-
-    body := onsale_hold_commit(p_event_id, p_account_id, p_key, p_digest, v_ids,
-                               v_pre.ttl, v_pre.currency);
-    status_code := 201;
-    replayed := false;
-END $$;
-
--- Release a hold by its owner. Idempotent: releasing a released or expired
--- hold returns it unchanged.
-CREATE FUNCTION onsale_release(p_hold_id uuid, p_account_id uuid)
-RETURNS uuid LANGUAGE plpgsql AS $$
-DECLARE
-    v_hold record;
-BEGIN
-    SELECT h.hold_id, h.event_id, h.status, h.seat_ids,
-           CASE WHEN h.expires_at <= now() THEN 'expired' ELSE 'released' END AS outcome
-    INTO v_hold
-    FROM holds h WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
-    FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
-    END IF;
-    IF v_hold.status IN ('PAYMENT_PENDING', 'CONFIRMED') THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_not_releasable',
-            DETAIL = jsonb_build_object('status', v_hold.status)::text;
-    END IF;
-    IF v_hold.status <> 'HELD' THEN
-        RETURN p_hold_id;
-    END IF;
-
-    PERFORM 1 FROM seat_inventory si
-    WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
-    ORDER BY si.seat_id FOR UPDATE;
-
-    WITH released AS (
-        UPDATE seat_inventory si
-        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
-        WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
-          AND si.hold_id = p_hold_id AND si.status = 'HELD'
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
-                  old.hold_expires_at AS prior_expires_at
-    )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
-                               prior_expires_at, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
-           v_hold.outcome
-    FROM released r;
-
-    -- A hold whose deadline already passed ends as EXPIRED, whether its owner
-    -- or the sweeper gets to it first.
-    UPDATE holds SET status = upper(v_hold.outcome), updated_at = now()
-    WHERE hold_id = p_hold_id;
-    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-    VALUES (v_hold.event_id, p_hold_id, 'hold.' || v_hold.outcome,
-            jsonb_build_object('hold_id', p_hold_id));
-    RETURN p_hold_id;
-END $$;
-
--- Release one batch of expired holds. Only the predicate
--- (hold_id, status HELD, deadline passed by database time) releases a seat, so
--- a late or duplicated sweep cannot touch a newer hold or a sold seat.
-CREATE FUNCTION onsale_sweep(p_batch integer, OUT holds_expired integer, OUT seats_released integer)
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_due uuid[];
-BEGIN
-    SELECT coalesce(array_agg(d.hold_id), '{}') INTO v_due
-    FROM (SELECT h.hold_id FROM holds h
-          WHERE h.status = 'HELD' AND h.expires_at <= now()
-          ORDER BY h.expires_at
-          LIMIT p_batch
-          FOR UPDATE SKIP LOCKED) AS d;
-
-    WITH locked AS (
-        SELECT si.event_id, si.seat_id, d.hold_id
-        FROM holds d
-        JOIN seat_inventory si ON si.event_id = d.event_id AND si.seat_id = ANY (d.seat_ids)
-        WHERE d.hold_id = ANY (v_due)
-          AND si.hold_id = d.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        ORDER BY si.event_id, si.seat_id
-        FOR UPDATE OF si SKIP LOCKED
-    ), released AS (
-        UPDATE seat_inventory si
-        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
-        FROM locked l
-        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
-          AND si.hold_id = l.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        RETURNING l.hold_id, si.event_id, si.seat_id, old.hold_id AS prior_hold_id,
-                  old.status AS prior_status, old.hold_expires_at AS prior_expires_at
-    )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
-                               prior_expires_at, reason)
-    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
-           'expired'
-    FROM released r;
-    GET DIAGNOSTICS seats_released = ROW_COUNT;
-
-    -- A hold is finished once none of its seats is still held under its id
-    -- (a seat re-claimed lazily by a newer hold no longer carries it).
-    WITH done AS (
-        UPDATE holds h SET status = 'EXPIRED', updated_at = now()
-        WHERE h.hold_id = ANY (v_due) AND h.status = 'HELD'
-          AND NOT EXISTS (SELECT 1 FROM seat_inventory si
-                          WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
-                            AND si.hold_id = h.hold_id AND si.status = 'HELD')
-        RETURNING h.hold_id, h.event_id
-    ), ob AS (
-        INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-        SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
-        FROM done
-    )
-    SELECT count(*) INTO holds_expired FROM done;
-END $$;
-
--- Release one expired hold by id (the sweeper's predicate, exposed so a
--- delayed expiry message can be replayed safely). Returns seats released.
-CREATE FUNCTION onsale_expire_hold(p_hold_id uuid) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_n integer;
-BEGIN
-    -- The documented lock order: the hold row before its seats.
-    PERFORM 1 FROM holds WHERE hold_id = p_hold_id FOR UPDATE;
-    WITH h AS (SELECT event_id, seat_ids FROM holds WHERE hold_id = p_hold_id),
-    locked AS (
-        SELECT si.event_id, si.seat_id FROM seat_inventory si, h
-        WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
-          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        ORDER BY si.seat_id
-        FOR UPDATE OF si
-    ), released AS (
-        UPDATE seat_inventory si
-        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
-        FROM locked l
-        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
-          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
-        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
-                  old.hold_expires_at AS prior_expires_at
-    )
-    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
-                               prior_expires_at, reason)
-    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
-           'expired'
-    FROM released r;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    WITH done AS (
-        UPDATE holds SET status = 'EXPIRED', updated_at = now()
-        WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()
-        RETURNING hold_id, event_id
-    )
-    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-    SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
-    FROM done;
-    RETURN v_n;
-END $$;
-
--- 0003: the sale step. Checkout calls this once the payment is authorized:
--- re-lock the seats, check hold id, status, deadline and price, then SOLD +
--- CONFIRMED order + outbox in one transaction. Idempotent on the hold.
-CREATE FUNCTION onsale_confirm_hold(p_hold_id uuid, p_account_id uuid)
-RETURNS uuid LANGUAGE plpgsql AS $$
-DECLARE
-    v_event bigint;
-    v_hold record;
-    v_order uuid;
-    v_ok integer;
-    v_amount bigint;
-BEGIN
-    -- Lock order: the account's advisory lock (as the limit check takes it),
-    -- then the hold row, then the seats.
-    SELECT h.event_id INTO v_event FROM holds h
-    WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
-    END IF;
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_account_id::text, v_event));
-    SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = p_hold_id FOR UPDATE;
-    IF v_hold.status = 'CONFIRMED' THEN
-        SELECT order_id INTO v_order FROM orders WHERE hold_id = p_hold_id;
-        RETURN v_order;
-    END IF;
-    IF v_hold.status NOT IN ('HELD', 'PAYMENT_PENDING')
-       OR (v_hold.status = 'HELD' AND v_hold.expires_at <= now()) THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_expired',
-            DETAIL = jsonb_build_object('status', v_hold.status)::text;
-    END IF;
-
-    SELECT count(*) FILTER (WHERE l.hold_id = p_hold_id AND l.status = v_hold.status),
-           sum(pt.price_minor)
-    INTO v_ok, v_amount
-    FROM (SELECT si.seat_id, si.hold_id, si.status, si.price_version
-          FROM seat_inventory si
-          WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
-          ORDER BY si.seat_id
-          FOR UPDATE) AS l
-    JOIN seats s ON s.event_id = v_hold.event_id AND s.seat_id = l.seat_id
-    JOIN price_tiers pt ON pt.event_id = v_hold.event_id AND pt.tier_id = s.tier_id
-                       AND pt.price_version = l.price_version;
-    -- now() is when this transaction began; after waiting for locks, judge the
-    -- deadline by the clock, so a hold that expired meanwhile is not sold.
-    IF v_hold.status = 'HELD' AND v_hold.expires_at <= clock_timestamp() THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_expired',
-            DETAIL = jsonb_build_object('status', 'EXPIRED')::text;
-    END IF;
-    IF v_ok <> v_hold.seat_count THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'seats_unavailable',
-            DETAIL = '{"reason": "hold_lost"}';
-    END IF;
-    IF v_amount <> v_hold.amount_minor THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'price_changed',
-            DETAIL = jsonb_build_object('amount_minor', v_amount)::text;
-    END IF;
-
-    INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, currency)
-    VALUES (p_hold_id, v_hold.event_id, p_account_id, 'CONFIRMED', v_amount, v_hold.currency)
-    RETURNING order_id INTO v_order;
-    INSERT INTO order_items (order_id, event_id, seat_id, price_minor)
-    SELECT v_order, v_hold.event_id, (seat ->> 'seat_id')::integer, (seat ->> 'price_minor')::bigint
-    FROM jsonb_array_elements(v_hold.seats) AS seat;
-    UPDATE seat_inventory
-    SET status = 'SOLD', order_id = v_order, hold_expires_at = NULL, version = version + 1
-    WHERE event_id = v_hold.event_id AND seat_id = ANY (v_hold.seat_ids) AND hold_id = p_hold_id;
-    UPDATE holds SET status = 'CONFIRMED', updated_at = now() WHERE hold_id = p_hold_id;
-    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-    VALUES (v_hold.event_id, v_order, 'order.confirmed',
-            jsonb_build_object('order_id', v_order, 'hold_id', p_hold_id,
-                               'seat_ids', to_jsonb(v_hold.seat_ids), 'amount_minor', v_amount));
-    RETURN v_order;
-END $$;
-
--- 0004: onsale_hold with a cheaper losing path. Same contract as 0002.
---
--- Most attempts on a hot seat lose. 0002 answered them with a replay check,
--- the event read, a sort, the seat read and a second replay check, spread
--- over nested function calls. Here the event read and the seat read (which
--- also sorts and de-duplicates) come first, inline, and the replay check
--- runs once, after the seat read: a twin request with our key that committed
--- before that read is therefore visible to it. Every path still checks for a
--- replay before it answers or writes: the losing path here, the winning path
--- under the advisory lock in onsale_hold_limit. A key reused with another
--- body is still refused (409 idempotency_conflict) on both paths.
-
-CREATE OR REPLACE FUNCTION onsale_hold(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],
     OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
     OUT replayed boolean
@@ -903,161 +641,262 @@ BEGIN
     replayed := false;
 END $$;
 
--- 0005: checkout and payments. Orders now exist from the start of checkout
--- (PENDING) and carry a payment status; every call to the provider is a
--- payment operation whose id is the provider idempotency key; verified
--- webhooks are deduplicated by provider event id; tickets are issued from
--- order.confirmed once the payment is captured; outbox rows remember their
--- transaction so the relay never overtakes one still in flight.
-
--- The one-time payment grace: set when the hold first enters
--- PAYMENT_PENDING, never extended afterwards.
-ALTER TABLE holds ADD COLUMN grace_until timestamptz;
-
-ALTER TABLE orders ADD COLUMN payment_status text NOT NULL DEFAULT 'PENDING'
-    CHECK (payment_status IN ('PENDING', 'REQUIRES_ACTION', 'AUTHORIZED', 'CAPTURED',
-                              'DECLINED', 'UNKNOWN', 'VOIDED', 'CAPTURE_FAILED'));
-ALTER TABLE orders ADD COLUMN cancel_reason text;
-ALTER TABLE orders ADD COLUMN checkout_key text;
-
--- One call (and its retries) to the provider. operation_id is the provider's
--- idempotency key, so a retry can never create a second charge.
---   PENDING          recorded, not yet answered (maybe never sent)
---   UNKNOWN          sent, no definitive answer (timeout, 5xx, lost response)
---   REQUIRES_ACTION  the provider wants the shopper (3-D Secure)
---   SUCCEEDED/FAILED definitive
-CREATE TABLE payment_operations (
-    operation_id        uuid PRIMARY KEY DEFAULT uuidv7(),
-    order_id            uuid NOT NULL REFERENCES orders,
-    kind                text NOT NULL CHECK (kind IN ('AUTHORIZE', 'CAPTURE', 'VOID')),
-    parent_operation_id uuid REFERENCES payment_operations,
-    status              text NOT NULL DEFAULT 'PENDING'
-                        CHECK (status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION',
-                                          'SUCCEEDED', 'FAILED')),
-    amount_minor        bigint NOT NULL CHECK (amount_minor >= 0),
-    currency            char(3) NOT NULL,
-    payment_method      text,
-    provider_ref        text,
-    failure_code        text,
-    next_action         jsonb,
-    attempts            integer NOT NULL DEFAULT 0,
-    next_check_at       timestamptz NOT NULL DEFAULT now(),
-    created_at          timestamptz NOT NULL DEFAULT now(),
-    updated_at          timestamptz NOT NULL DEFAULT now(),
-    CHECK ((kind = 'AUTHORIZE') = (parent_operation_id IS NULL))
-);
--- At most one authorization per order that is not definitively failed: a
--- second checkout on the same hold cannot start a second charge.
-CREATE UNIQUE INDEX payment_operations_one_live_authorize ON payment_operations (order_id)
-    WHERE kind = 'AUTHORIZE' AND status <> 'FAILED';
--- One capture and one void per authorization.
-CREATE UNIQUE INDEX payment_operations_one_per_parent ON payment_operations
-    (parent_operation_id, kind) WHERE parent_operation_id IS NOT NULL;
-CREATE INDEX payment_operations_open_idx ON payment_operations (next_check_at)
-    WHERE status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION');
-CREATE INDEX payment_operations_order_idx ON payment_operations (order_id);
-CREATE INDEX payment_operations_ref_idx ON payment_operations (provider_ref);
-
--- Every change of an order's or a payment's state, with why: the audit trail
--- of compensations, voids and reconciliations.
-CREATE TABLE payment_events (
-    payment_event_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    order_id         uuid NOT NULL,
-    operation_id     uuid,
-    action           text NOT NULL,
-    detail           jsonb NOT NULL DEFAULT '{}',
-    created_at       timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX payment_events_order_idx ON payment_events (order_id);
-
--- Verified provider webhooks, deduplicated by the provider's event id.
-CREATE TABLE webhook_events (
-    provider_event_id text PRIMARY KEY,
-    event_type        text NOT NULL,
-    provider_ref      text,
-    outcome           text NOT NULL,
-    payload           jsonb NOT NULL,
-    received_at       timestamptz NOT NULL DEFAULT now()
-);
-
-CREATE TABLE tickets (
-    ticket_id  uuid PRIMARY KEY DEFAULT uuidv7(),
-    order_id   uuid NOT NULL REFERENCES orders,
-    event_id   bigint NOT NULL,
-    seat_id    integer NOT NULL,
-    code       text NOT NULL UNIQUE,
-    issued_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (order_id, seat_id)
-);
-
--- The writing transaction of each outbox row: the relay publishes a row only
--- once every transaction older than the oldest one still running has ended,
--- so a row committed late with a lower id is never skipped or overtaken.
-ALTER TABLE outbox ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id();
-
--- Issue the tickets of an order from its order.confirmed message. Idempotent:
--- a duplicate delivery issues nothing new. Tickets wait for the capture, so
--- a compensation (capture definitively failed) always comes before any ticket.
---   'issued'     tickets written now
---   'duplicate'  they already existed
---   'wait'       confirmed, payment not captured yet: deliver again later
---   'cancelled'  the order is not (or no longer) confirmed: nothing to issue
-CREATE FUNCTION onsale_issue_tickets(p_order_id uuid) RETURNS text
-LANGUAGE plpgsql AS $$
+-- onsale_hold_best: hold the n best available seats.
+CREATE FUNCTION onsale_hold_best(
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text,
+    p_quantity integer, p_section text, p_together boolean,
+    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
+    OUT replayed boolean
+) LANGUAGE plpgsql AS $$
 DECLARE
-    v_order record;
-    v_count integer;
+    v_pre record;
+    v_ids integer[];
+    v_block integer[];
+    v_skip integer[] := '{}';
+    v_try integer;
+    v_replay jsonb;
+    v_t0 timestamptz;
 BEGIN
-    SELECT o.order_id, o.status, o.payment_status, o.event_id INTO v_order
-    FROM orders o WHERE o.order_id = p_order_id FOR SHARE;
-    IF NOT FOUND OR v_order.status <> 'CONFIRMED' THEN
-        RETURN 'cancelled';
+    lock_wait_ms := 0;
+    replayed := true;
+    SELECT * INTO v_pre
+    FROM onsale_hold_prelude(p_event_id, p_account_id, p_key, p_digest, p_quantity);
+    IF v_pre.replay IS NOT NULL THEN
+        status_code := (v_pre.replay ->> 'status_code')::integer;
+        body := v_pre.replay -> 'body';
+        RETURN;
     END IF;
-    IF v_order.payment_status <> 'CAPTURED' THEN
-        RETURN 'wait';
+    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest,
+                                  p_quantity, v_pre.max_tickets);
+    IF v_replay IS NOT NULL THEN
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        replayed := true;
+        RETURN;
     END IF;
-    INSERT INTO tickets (order_id, event_id, seat_id, code)
-    SELECT p_order_id, oi.event_id, oi.seat_id,
-           upper(replace(gen_random_uuid()::text, '-', ''))
-    FROM order_items oi WHERE oi.order_id = p_order_id AND oi.valid
-    ON CONFLICT (order_id, seat_id) DO NOTHING;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    RETURN CASE WHEN v_count > 0 THEN 'issued' ELSE 'duplicate' END;
+
+    v_t0 := clock_timestamp();
+    IF NOT p_together THEN
+        SELECT array_agg(c.seat_id) INTO v_ids
+        FROM (SELECT si.seat_id
+              FROM seats s
+              JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+              WHERE s.event_id = p_event_id
+                AND (p_section IS NULL OR s.section = p_section)
+                AND (si.status = 'AVAILABLE'
+                     OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+              ORDER BY s.rank
+              LIMIT p_quantity
+              FOR UPDATE OF si SKIP LOCKED) AS c;
+    ELSE
+        -- Find the best block with a plain read, then lock only its seats
+        -- (SKIP LOCKED, predicate re-checked). If someone took part of it
+        -- meanwhile, leave that block out and look again, a few times.
+        FOR v_try IN 1..5 LOOP
+            WITH cand AS MATERIALIZED (
+                SELECT si.seat_id, s.section, s.row_label, s.number, s.rank
+                FROM seats s
+                JOIN seat_inventory si ON si.event_id = s.event_id AND si.seat_id = s.seat_id
+                WHERE s.event_id = p_event_id
+                  AND (p_section IS NULL OR s.section = p_section)
+                  AND (si.status = 'AVAILABLE'
+                       OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  AND NOT (si.seat_id = ANY (v_skip))
+                ORDER BY s.rank
+                LIMIT 1000
+            ), runs AS (
+                SELECT c.*, c.number - row_number() OVER (
+                           PARTITION BY c.section, c.row_label ORDER BY c.number) AS grp
+                FROM cand c
+            ), windows AS (
+                -- Every block of p_quantity adjacent free seats in one row,
+                -- scored by the ranks of its seats: the best block, not the first.
+                SELECT count(*) OVER w AS n, sum(r.rank) OVER w AS score,
+                       array_agg(r.seat_id) OVER w AS ids
+                FROM runs r
+                WINDOW w AS (PARTITION BY r.section, r.row_label, r.grp ORDER BY r.number
+                             ROWS BETWEEN CURRENT ROW AND p_quantity - 1 FOLLOWING)
+            )
+            SELECT w.ids INTO v_block FROM windows w WHERE w.n = p_quantity
+            ORDER BY w.score LIMIT 1;
+            EXIT WHEN v_block IS NULL;
+            SELECT array_agg(l.seat_id) INTO v_ids
+            FROM (SELECT si.seat_id FROM seat_inventory si
+                  WHERE si.event_id = p_event_id AND si.seat_id = ANY (v_block)
+                    AND (si.status = 'AVAILABLE'
+                         OR (si.status = 'HELD' AND si.hold_expires_at <= now()))
+                  ORDER BY si.seat_id
+                  FOR UPDATE SKIP LOCKED) AS l;
+            EXIT WHEN coalesce(cardinality(v_ids), 0) = p_quantity;
+            v_skip := v_skip || v_block;
+            v_ids := NULL;
+        END LOOP;
+    END IF;
+    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+
+    IF v_ids IS NULL OR cardinality(v_ids) < p_quantity THEN
+        v_replay := onsale_unavailable(p_account_id, p_key, p_digest, '{}');
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        replayed := (v_replay ->> 'replayed')::boolean;
+        RETURN;
+    END IF;
+    SELECT array_agg(x ORDER BY x) INTO v_ids FROM unnest(v_ids) AS x;
+
+    body := onsale_hold_commit(p_event_id, p_account_id, p_key, p_digest, v_ids,
+                               v_pre.ttl, v_pre.currency);
+    status_code := 201;
+    replayed := false;
 END $$;
 
--- 0006: checkout. The seed's sequence (steps 5-6, follow-up 2):
---   1. onsale_checkout_begin: one transaction validates the hold, creates the
---      order and an AUTHORIZE operation, and moves hold and seats to
---      PAYMENT_PENDING with a one-time bounded grace;
---   2. the authorization runs outside any transaction (core/payments.py);
---   3. onsale_payment_apply records every provider answer (response, webhook
---      or query). An authorization sells the seats in one transaction (SOLD,
---      CONFIRMED, outbox order.confirmed) and creates the CAPTURE operation;
---   4. the capture runs after that commit;
---   5. an authorization for a hold that is no longer ours creates a VOID; a
---      capture that definitively failed is compensated (audited) before any
---      ticket exists; a decline returns the hold to HELD while its original
---      deadline lasts, or releases it.
--- State only moves forward: a definitive operation never changes again, and
--- a late authorization for a failed one is voided, never sold.
---
--- Lock order, as in 0002: per-(event, account) advisory lock -> hold row ->
--- seat rows in seat_id order -> order row -> operation rows.
+-- onsale_release: release a hold by its owner.
+CREATE FUNCTION onsale_release(p_hold_id uuid, p_account_id uuid)
+RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE
+    v_hold record;
+BEGIN
+    SELECT h.hold_id, h.event_id, h.status, h.seat_ids,
+           CASE WHEN h.expires_at <= now() THEN 'expired' ELSE 'released' END AS outcome
+    INTO v_hold
+    FROM holds h WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'hold_not_found', DETAIL = '{}';
+    END IF;
+    IF v_hold.status IN ('PAYMENT_PENDING', 'CONFIRMED') THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'hold_not_releasable',
+            DETAIL = jsonb_build_object('status', v_hold.status)::text;
+    END IF;
+    IF v_hold.status <> 'HELD' THEN
+        RETURN p_hold_id;
+    END IF;
 
-ALTER TABLE idempotency_keys ADD COLUMN scope text NOT NULL DEFAULT 'hold'
-    CHECK (scope IN ('hold', 'checkout'));
-ALTER TABLE hold_releases DROP CONSTRAINT hold_releases_reason_check;
-ALTER TABLE hold_releases ADD CONSTRAINT hold_releases_reason_check
-    CHECK (reason IN ('expired', 'released', 'reclaimed', 'payment_failed', 'compensated'));
-DROP FUNCTION onsale_confirm_hold(uuid, uuid);
--- FAILED: the payment never happened (not found at the provider past the grace).
-ALTER TABLE orders DROP CONSTRAINT orders_payment_status_check;
-ALTER TABLE orders ADD CONSTRAINT orders_payment_status_check
-    CHECK (payment_status IN ('PENDING', 'REQUIRES_ACTION', 'AUTHORIZED', 'CAPTURED',
-                              'DECLINED', 'UNKNOWN', 'VOIDED', 'CAPTURE_FAILED', 'FAILED'));
+    PERFORM 1 FROM seat_inventory si
+    WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
+    ORDER BY si.seat_id FOR UPDATE;
 
--- Release the seats of a hold in payment (or sold, for a compensation) and
--- end the hold. The caller holds the hold row lock.
+    WITH released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
+          AND si.hold_id = p_hold_id AND si.status = 'HELD'
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           v_hold.outcome
+    FROM released r;
+
+    -- A hold whose deadline already passed ends as EXPIRED, whether its owner
+    -- or the sweeper gets to it first.
+    UPDATE holds SET status = upper(v_hold.outcome), updated_at = now()
+    WHERE hold_id = p_hold_id;
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    VALUES (v_hold.event_id, p_hold_id, 'hold.' || v_hold.outcome,
+            jsonb_build_object('hold_id', p_hold_id));
+    RETURN p_hold_id;
+END $$;
+
+-- onsale_sweep: release one batch of expired holds.
+CREATE FUNCTION onsale_sweep(p_batch integer, OUT holds_expired integer, OUT seats_released integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_due uuid[];
+BEGIN
+    SELECT coalesce(array_agg(d.hold_id), '{}') INTO v_due
+    FROM (SELECT h.hold_id FROM holds h
+          WHERE h.status = 'HELD' AND h.expires_at <= now()
+          ORDER BY h.expires_at
+          LIMIT p_batch
+          FOR UPDATE SKIP LOCKED) AS d;
+
+    WITH locked AS (
+        SELECT si.event_id, si.seat_id, d.hold_id
+        FROM holds d
+        JOIN seat_inventory si ON si.event_id = d.event_id AND si.seat_id = ANY (d.seat_ids)
+        WHERE d.hold_id = ANY (v_due)
+          AND si.hold_id = d.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        ORDER BY si.event_id, si.seat_id
+        FOR UPDATE OF si SKIP LOCKED
+    ), released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        FROM locked l
+        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
+          AND si.hold_id = l.hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        RETURNING l.hold_id, si.event_id, si.seat_id, old.hold_id AS prior_hold_id,
+                  old.status AS prior_status, old.hold_expires_at AS prior_expires_at
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT r.hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
+    FROM released r;
+    GET DIAGNOSTICS seats_released = ROW_COUNT;
+
+    -- A hold is finished once none of its seats is still held under its id
+    -- (a seat re-claimed lazily by a newer hold no longer carries it).
+    WITH done AS (
+        UPDATE holds h SET status = 'EXPIRED', updated_at = now()
+        WHERE h.hold_id = ANY (v_due) AND h.status = 'HELD'
+          AND NOT EXISTS (SELECT 1 FROM seat_inventory si
+                          WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
+                            AND si.hold_id = h.hold_id AND si.status = 'HELD')
+        RETURNING h.hold_id, h.event_id
+    ), ob AS (
+        INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+        SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+        FROM done
+    )
+    SELECT count(*) INTO holds_expired FROM done;
+END $$;
+
+-- onsale_expire_hold: release one expired hold by id.
+CREATE FUNCTION onsale_expire_hold(p_hold_id uuid) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    -- The documented lock order: the hold row before its seats.
+    PERFORM 1 FROM holds WHERE hold_id = p_hold_id FOR UPDATE;
+    WITH h AS (SELECT event_id, seat_ids FROM holds WHERE hold_id = p_hold_id),
+    locked AS (
+        SELECT si.event_id, si.seat_id FROM seat_inventory si, h
+        WHERE si.event_id = h.event_id AND si.seat_id = ANY (h.seat_ids)
+          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        ORDER BY si.seat_id
+        FOR UPDATE OF si
+    ), released AS (
+        UPDATE seat_inventory si
+        SET status = 'AVAILABLE', hold_id = NULL, hold_expires_at = NULL, version = si.version + 1
+        FROM locked l
+        WHERE si.event_id = l.event_id AND si.seat_id = l.seat_id
+          AND si.hold_id = p_hold_id AND si.status = 'HELD' AND si.hold_expires_at <= now()
+        RETURNING si.event_id, si.seat_id, old.hold_id AS prior_hold_id, old.status AS prior_status,
+                  old.hold_expires_at AS prior_expires_at
+    )
+    INSERT INTO hold_releases (hold_id, event_id, seat_id, prior_hold_id, prior_status,
+                               prior_expires_at, reason)
+    SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
+           'expired'
+    FROM released r;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    WITH done AS (
+        UPDATE holds SET status = 'EXPIRED', updated_at = now()
+        WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()
+        RETURNING hold_id, event_id
+    )
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+    FROM done;
+    RETURN v_n;
+END $$;
+
+-- Checkout and payments (core/payments.py, core/reconciler.py, docs/payments.md)
+
+-- onsale_release_paid_hold: free the seats of a hold in payment or sold.
 CREATE FUNCTION onsale_release_paid_hold(p_hold_id uuid, p_from text, p_reason text,
                                          p_hold_status text)
 RETURNS integer LANGUAGE plpgsql AS $$
@@ -1091,8 +930,7 @@ BEGIN
     RETURN v_n;
 END $$;
 
--- Step 1. Returns the order and the AUTHORIZE operation to send; a replay
--- (same key, same body) returns what the first request created.
+-- onsale_checkout_begin: step 1: order, AUTHORIZE operation, PAYMENT_PENDING.
 CREATE FUNCTION onsale_checkout_begin(
     p_hold_id uuid, p_account_id uuid, p_key text, p_digest text, p_payment_method text,
     p_grace_seconds integer, p_min_remaining_seconds integer, p_first_check_seconds integer,
@@ -1234,349 +1072,8 @@ BEGIN
     currency := v_hold.currency;
 END $$;
 
--- Steps 3-5: apply one provider answer to one operation. p_outcome:
---   AUTHORIZE: UNKNOWN, REQUIRES_ACTION, AUTHORIZED, DECLINED, NO_AUTHORIZATION
---   CAPTURE:   UNKNOWN, CAPTURED, CAPTURE_FAILED
---   VOID:      UNKNOWN, VOIDED, VOID_FAILED
--- Returns {applied, order_id, order_status, payment_status, follow_up} where
--- follow_up names an operation the caller must send now (CAPTURE or VOID).
+-- onsale_payment_apply: steps 3-5: apply one provider answer.
 CREATE FUNCTION onsale_payment_apply(
-    p_operation_id uuid, p_outcome text, p_provider_ref text, p_failure_code text,
-    p_next_action jsonb, p_source text, p_retry_seconds integer
-) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE
-    v_op record;
-    v_parent record;
-    v_order record;
-    v_hold record;
-    v_ok integer;
-    v_amount bigint;
-    v_follow uuid;
-    v_follow_kind text;
-    v_applied boolean := true;
-BEGIN
-    SELECT p.*, o.account_id, o.event_id, o.hold_id INTO v_op
-    FROM payment_operations p JOIN orders o ON o.order_id = p.order_id
-    WHERE p.operation_id = p_operation_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'operation_not_found', DETAIL = '{}';
-    END IF;
-    PERFORM pg_advisory_xact_lock(hashtextextended(v_op.account_id::text, v_op.event_id));
-    SELECT h.* INTO v_hold FROM holds h WHERE h.hold_id = v_op.hold_id FOR UPDATE;
-    PERFORM 1 FROM seat_inventory si
-    WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids)
-    ORDER BY si.seat_id FOR UPDATE;
-    SELECT o.* INTO v_order FROM orders o WHERE o.order_id = v_op.order_id FOR UPDATE;
-    SELECT p.* INTO v_op FROM payment_operations p WHERE p.operation_id = p_operation_id
-    FOR UPDATE;
-
-    IF p_outcome = 'UNKNOWN' THEN
-        IF v_op.status IN ('PENDING', 'UNKNOWN') THEN
-            UPDATE payment_operations
-            SET status = 'UNKNOWN', attempts = attempts + 1, updated_at = now(),
-                next_check_at = now() + make_interval(secs => p_retry_seconds)
-            WHERE operation_id = p_operation_id;
-            IF v_order.status IN ('PENDING', 'CONFIRMED')
-               AND v_order.payment_status NOT IN ('CAPTURED', 'VOIDED') THEN
-                UPDATE orders SET payment_status = 'UNKNOWN', updated_at = now()
-                WHERE order_id = v_order.order_id;
-            END IF;
-        ELSE
-            v_applied := false;
-        END IF;
-
-    ELSIF v_op.kind = 'AUTHORIZE' THEN
-        IF v_op.status = 'FAILED' AND p_outcome = 'AUTHORIZED' THEN
-            -- An authorization that arrives after we gave up on it (released
-            -- the seats): never sell, void it.
-            UPDATE payment_operations SET provider_ref = coalesce(provider_ref, p_provider_ref),
-                   updated_at = now()
-            WHERE operation_id = p_operation_id;
-            v_follow_kind := 'VOID';
-        ELSIF v_op.status IN ('SUCCEEDED', 'FAILED') THEN
-            v_applied := false;
-        ELSIF p_outcome = 'REQUIRES_ACTION' THEN
-            IF v_op.status = 'REQUIRES_ACTION' THEN
-                v_applied := false;
-            ELSE
-                UPDATE payment_operations
-                SET status = 'REQUIRES_ACTION', provider_ref = coalesce(p_provider_ref, provider_ref),
-                    next_action = p_next_action, updated_at = now(),
-                    next_check_at = now() + make_interval(secs => p_retry_seconds)
-                WHERE operation_id = p_operation_id;
-                UPDATE orders SET payment_status = 'REQUIRES_ACTION', updated_at = now()
-                WHERE order_id = v_order.order_id AND status = 'PENDING';
-            END IF;
-        ELSIF p_outcome = 'AUTHORIZED' THEN
-            UPDATE payment_operations
-            SET status = 'SUCCEEDED', provider_ref = coalesce(p_provider_ref, provider_ref),
-                next_action = NULL, updated_at = now()
-            WHERE operation_id = p_operation_id;
-            -- The sale: the hold and every seat must still be ours, at the price.
-            SELECT count(*) FILTER (WHERE si.hold_id = v_hold.hold_id
-                                      AND si.status = 'PAYMENT_PENDING'),
-                   sum(pt.price_minor)
-            INTO v_ok, v_amount
-            FROM seat_inventory si
-            JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
-            JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
-                               AND pt.price_version = si.price_version
-            WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids);
-            IF v_hold.status = 'PAYMENT_PENDING' AND v_order.status = 'PENDING'
-               AND v_ok = v_hold.seat_count AND v_amount = v_order.amount_minor
-               AND v_op.amount_minor = v_order.amount_minor THEN
-                INSERT INTO order_items (order_id, event_id, seat_id, price_minor)
-                SELECT v_order.order_id, v_hold.event_id, (seat ->> 'seat_id')::integer,
-                       (seat ->> 'price_minor')::bigint
-                FROM jsonb_array_elements(v_hold.seats) AS seat;
-                UPDATE seat_inventory
-                SET status = 'SOLD', order_id = v_order.order_id, hold_expires_at = NULL,
-                    version = version + 1
-                WHERE event_id = v_hold.event_id AND seat_id = ANY (v_hold.seat_ids)
-                  AND hold_id = v_hold.hold_id;
-                UPDATE holds SET status = 'CONFIRMED', updated_at = now()
-                WHERE hold_id = v_hold.hold_id;
-                UPDATE orders SET status = 'CONFIRMED', payment_status = 'AUTHORIZED',
-                       updated_at = now()
-                WHERE order_id = v_order.order_id;
-                INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-                VALUES (v_hold.event_id, v_order.order_id, 'order.confirmed',
-                        jsonb_build_object('order_id', v_order.order_id,
-                                           'hold_id', v_hold.hold_id,
-                                           'account_id', v_order.account_id,
-                                           'seat_ids', to_jsonb(v_hold.seat_ids),
-                                           'amount_minor', v_order.amount_minor,
-                                           'currency', v_order.currency));
-                v_follow_kind := 'CAPTURE';
-            ELSE
-                UPDATE orders SET status = 'FAILED', cancel_reason = 'hold_lost', updated_at = now()
-                WHERE order_id = v_order.order_id AND status = 'PENDING';
-                v_follow_kind := 'VOID';
-            END IF;
-        ELSIF p_outcome IN ('DECLINED', 'NO_AUTHORIZATION') THEN
-            UPDATE payment_operations
-            SET status = 'FAILED', failure_code = coalesce(p_failure_code, lower(p_outcome)),
-                provider_ref = coalesce(p_provider_ref, provider_ref), next_action = NULL,
-                updated_at = now()
-            WHERE operation_id = p_operation_id;
-            IF v_hold.status = 'PAYMENT_PENDING' AND v_order.status = 'PENDING' THEN
-                IF p_outcome = 'DECLINED' AND v_hold.expires_at > now() THEN
-                    -- Another card may be tried until the original deadline.
-                    UPDATE holds SET status = 'HELD', updated_at = now()
-                    WHERE hold_id = v_hold.hold_id;
-                    UPDATE seat_inventory
-                    SET status = 'HELD', hold_expires_at = v_hold.expires_at,
-                        version = version + 1
-                    WHERE event_id = v_hold.event_id AND seat_id = ANY (v_hold.seat_ids)
-                      AND hold_id = v_hold.hold_id AND status = 'PAYMENT_PENDING';
-                    UPDATE orders SET payment_status = 'DECLINED', updated_at = now()
-                    WHERE order_id = v_order.order_id;
-                ELSE
-                    PERFORM onsale_release_paid_hold(v_hold.hold_id, 'PAYMENT_PENDING',
-                                                     'payment_failed', 'EXPIRED');
-                    UPDATE orders
-                    SET status = 'FAILED', updated_at = now(),
-                        payment_status = CASE WHEN p_outcome = 'DECLINED' THEN 'DECLINED'
-                                              ELSE 'FAILED' END,
-                        cancel_reason = CASE WHEN p_outcome = 'DECLINED' THEN 'payment_declined'
-                                             ELSE 'payment_not_completed' END
-                    WHERE order_id = v_order.order_id;
-                END IF;
-            END IF;
-        ELSE
-            RAISE EXCEPTION 'outcome % does not apply to an authorization', p_outcome;
-        END IF;
-
-    ELSIF v_op.kind = 'CAPTURE' THEN
-        IF v_op.status IN ('SUCCEEDED', 'FAILED') THEN
-            v_applied := false;
-        ELSIF p_outcome = 'CAPTURED' THEN
-            UPDATE payment_operations SET status = 'SUCCEEDED', updated_at = now(),
-                   provider_ref = coalesce(p_provider_ref, provider_ref)
-            WHERE operation_id = p_operation_id;
-            UPDATE orders SET payment_status = 'CAPTURED', updated_at = now()
-            WHERE order_id = v_order.order_id;
-        ELSIF p_outcome = 'CAPTURE_FAILED' THEN
-            UPDATE payment_operations SET status = 'FAILED', updated_at = now(),
-                   failure_code = coalesce(p_failure_code, 'capture_failed')
-            WHERE operation_id = p_operation_id;
-            -- The audited compensation, before any ticket exists (tickets are
-            -- issued only once the payment is captured).
-            IF EXISTS (SELECT 1 FROM tickets t WHERE t.order_id = v_order.order_id) THEN
-                RAISE EXCEPTION 'order % has tickets; compensation needs an operator',
-                    v_order.order_id;
-            END IF;
-            IF v_order.status = 'CONFIRMED' THEN
-                UPDATE order_items SET valid = false WHERE order_id = v_order.order_id;
-                PERFORM onsale_release_paid_hold(v_hold.hold_id, 'SOLD', 'compensated',
-                                                 'RELEASED');
-                UPDATE orders SET status = 'CANCELLED', payment_status = 'CAPTURE_FAILED',
-                       cancel_reason = 'capture_failed', updated_at = now()
-                WHERE order_id = v_order.order_id;
-                INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
-                VALUES (v_order.event_id, v_order.order_id, 'order.cancelled',
-                        jsonb_build_object('order_id', v_order.order_id,
-                                           'reason', 'capture_failed'));
-                INSERT INTO payment_events (order_id, operation_id, action, detail)
-                VALUES (v_order.order_id, p_operation_id, 'compensated',
-                        jsonb_build_object('seat_ids', to_jsonb(v_hold.seat_ids),
-                                           'failure_code', p_failure_code));
-            END IF;
-        ELSE
-            RAISE EXCEPTION 'outcome % does not apply to a capture', p_outcome;
-        END IF;
-
-    ELSIF v_op.kind = 'VOID' THEN
-        IF v_op.status IN ('SUCCEEDED', 'FAILED') THEN
-            v_applied := false;
-        ELSIF p_outcome IN ('VOIDED', 'VOID_FAILED') THEN
-            UPDATE payment_operations
-            SET status = CASE WHEN p_outcome = 'VOIDED' THEN 'SUCCEEDED' ELSE 'FAILED' END,
-                failure_code = p_failure_code, updated_at = now()
-            WHERE operation_id = p_operation_id;
-            SELECT p.* INTO v_parent FROM payment_operations p
-            WHERE p.operation_id = v_op.parent_operation_id FOR UPDATE;
-            IF p_outcome = 'VOIDED' THEN
-                UPDATE orders SET payment_status = 'VOIDED', updated_at = now()
-                WHERE order_id = v_order.order_id AND status <> 'CONFIRMED';
-            END IF;
-            -- A void of an authorization still open (abandoned 3-D Secure,
-            -- unknown past the grace) ends it: now the seats can go.
-            IF v_parent.status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION')
-               AND p_outcome = 'VOIDED' THEN
-                UPDATE payment_operations
-                SET status = 'FAILED', failure_code = 'voided', updated_at = now()
-                WHERE operation_id = v_parent.operation_id;
-                IF v_hold.status = 'PAYMENT_PENDING' AND v_order.status = 'PENDING' THEN
-                    PERFORM onsale_release_paid_hold(v_hold.hold_id, 'PAYMENT_PENDING',
-                                                     'payment_failed', 'EXPIRED');
-                    UPDATE orders SET status = 'FAILED', cancel_reason = 'payment_not_completed',
-                           updated_at = now()
-                    WHERE order_id = v_order.order_id;
-                END IF;
-            END IF;
-        ELSE
-            RAISE EXCEPTION 'outcome % does not apply to a void', p_outcome;
-        END IF;
-    END IF;
-
-    IF v_follow_kind IS NOT NULL THEN
-        INSERT INTO payment_operations (order_id, kind, parent_operation_id, amount_minor,
-                                        currency, provider_ref, next_check_at)
-        VALUES (v_order.order_id, v_follow_kind, p_operation_id, v_op.amount_minor,
-                v_op.currency, coalesce(p_provider_ref, v_op.provider_ref),
-                now() + make_interval(secs => p_retry_seconds))
-        ON CONFLICT DO NOTHING
-        RETURNING operation_id INTO v_follow;
-        IF v_follow IS NULL THEN  -- already created by an earlier delivery
-            SELECT p.operation_id INTO v_follow FROM payment_operations p
-            WHERE p.parent_operation_id = p_operation_id AND p.kind = v_follow_kind
-              AND p.status IN ('PENDING', 'UNKNOWN');
-        END IF;
-    END IF;
-    IF v_applied THEN
-        INSERT INTO payment_events (order_id, operation_id, action, detail)
-        VALUES (v_order.order_id, p_operation_id, lower(v_op.kind) || ':' || lower(p_outcome),
-                jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
-                                   'follow_up', v_follow_kind));
-    END IF;
-    SELECT o.status, o.payment_status INTO v_order FROM orders o
-    WHERE o.order_id = v_op.order_id;
-    RETURN jsonb_build_object(
-        'applied', v_applied, 'order_id', v_op.order_id, 'order_status', v_order.status,
-        'payment_status', v_order.payment_status,
-        'follow_up', CASE WHEN v_follow IS NULL THEN NULL ELSE
-            jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,
-                               'provider_ref', coalesce(p_provider_ref, v_op.provider_ref))
-            END);
-END $$;
-
--- Give up on an open authorization past its grace (3-D Secure never
--- finished): create the VOID that, once the provider confirms it, releases
--- the seats. Returns the VOID operation to send (existing one if any).
-CREATE FUNCTION onsale_payment_abandon(p_operation_id uuid, p_provider_ref text)
-RETURNS uuid LANGUAGE plpgsql AS $$
-DECLARE
-    v_op record;
-    v_void uuid;
-BEGIN
-    SELECT p.* INTO v_op FROM payment_operations p
-    WHERE p.operation_id = p_operation_id FOR UPDATE;
-    IF v_op.kind <> 'AUTHORIZE' OR v_op.status NOT IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION') THEN
-        RETURN NULL;
-    END IF;
-    INSERT INTO payment_operations (order_id, kind, parent_operation_id, amount_minor, currency,
-                                    provider_ref)
-    VALUES (v_op.order_id, 'VOID', p_operation_id, v_op.amount_minor, v_op.currency,
-            coalesce(p_provider_ref, v_op.provider_ref))
-    ON CONFLICT DO NOTHING
-    RETURNING operation_id INTO v_void;
-    IF v_void IS NULL THEN
-        SELECT p.operation_id INTO v_void FROM payment_operations p
-        WHERE p.parent_operation_id = p_operation_id AND p.kind = 'VOID';
-    END IF;
-    INSERT INTO payment_events (order_id, operation_id, action, detail)
-    VALUES (v_op.order_id, p_operation_id, 'abandoned', jsonb_build_object('void', v_void));
-    RETURN v_void;
-END $$;
-
--- 0007: the waiting room's settings per event (edge/, docs/edge.md). Postgres
--- stays the authority for event configuration; Redis holds only the live
--- queue. The policy is frozen once the sale opens (checked by the operator
--- route, which compares with onsale_at by database time).
---   prequeue_at NULL: visitors may join as soon as the event exists.
---   admission_rate_min/max: new shoppers per minute, the controller's bounds.
---   draw_commitment: sha256 hex of the draw seed, published before opening;
---   draw_seed: the seed, NULL until the draw reveals it. The seed itself waits
---   in event_draw_secrets, which no API reads.
-
-ALTER TABLE events
-    ADD COLUMN queue_policy text NOT NULL DEFAULT 'fifo'
-        CHECK (queue_policy IN ('fifo', 'random', 'passthrough')),
-    ADD COLUMN prequeue_at timestamptz,
-    ADD COLUMN admission_rate_min integer NOT NULL DEFAULT 60
-        CHECK (admission_rate_min BETWEEN 1 AND 1000000),
-    ADD COLUMN admission_rate_max integer NOT NULL DEFAULT 6000
-        CHECK (admission_rate_max BETWEEN 1 AND 1000000),
-    ADD COLUMN active_cap integer NOT NULL DEFAULT 10000
-        CHECK (active_cap BETWEEN 1 AND 10000000),
-    ADD COLUMN pow_difficulty smallint NOT NULL DEFAULT 0
-        CHECK (pow_difficulty BETWEEN 0 AND 32),
-    ADD COLUMN admission_paused boolean NOT NULL DEFAULT false,
-    ADD COLUMN draw_commitment text,
-    ADD COLUMN draw_seed text,
-    ADD COLUMN drawn_at timestamptz,
-    ADD CONSTRAINT events_admission_rate_bounds CHECK (admission_rate_min <= admission_rate_max),
-    ADD CONSTRAINT events_prequeue_before_onsale CHECK (prequeue_at <= onsale_at);
-
-CREATE TABLE event_draw_secrets (
-    event_id bigint PRIMARY KEY REFERENCES events,
-    seed     text NOT NULL
-);
-
--- A random draw as published: every participant id (sorted, so the list says
--- nothing about arrival order); the order is recomputed from the seed.
-CREATE TABLE queue_draws (
-    event_id     bigint PRIMARY KEY REFERENCES events,
-    participants uuid[] NOT NULL,
-    drawn_at     timestamptz NOT NULL DEFAULT now()
-);
-
--- 0008: fixes to onsale_payment_apply found in review (docs/payments.md).
---   * An authorization the reconciler has abandoned (a VOID exists: 3-D
---     Secure finished after the grace) is never sold: the order fails and the
---     void goes on, instead of a sale that the void would later cancel.
---   * When an authorization cannot be sold (hold lost, abandoned, price
---     changed) the seats are released at once: the outcome is known and no
---     capture will ever be sent. They used to stay PAYMENT_PENDING.
---   * A late authorization whose void had found nothing (the intent did not
---     exist yet) reopens that void, so it is cancelled rather than left open.
---   * UNKNOWN and CAPTURED answers change no seat, so they lock only the order
---     and the operation (the tail of the lock ladder), not the account, the
---     hold and its seats: the capture's bookkeeping costs less.
--- Same signature and contract as 0006.
-
-CREATE OR REPLACE FUNCTION onsale_payment_apply(
     p_operation_id uuid, p_outcome text, p_provider_ref text, p_failure_code text,
     p_next_action jsonb, p_source text, p_retry_seconds integer
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
@@ -1853,4 +1350,57 @@ BEGIN
             jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,
                                'provider_ref', coalesce(p_provider_ref, v_op.provider_ref))
             END);
+END $$;
+
+-- onsale_payment_abandon: the VOID of an authorization past its grace.
+CREATE FUNCTION onsale_payment_abandon(p_operation_id uuid, p_provider_ref text)
+RETURNS uuid LANGUAGE plpgsql AS $$
+DECLARE
+    v_op record;
+    v_void uuid;
+BEGIN
+    SELECT p.* INTO v_op FROM payment_operations p
+    WHERE p.operation_id = p_operation_id FOR UPDATE;
+    IF v_op.kind <> 'AUTHORIZE' OR v_op.status NOT IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION') THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO payment_operations (order_id, kind, parent_operation_id, amount_minor, currency,
+                                    provider_ref)
+    VALUES (v_op.order_id, 'VOID', p_operation_id, v_op.amount_minor, v_op.currency,
+            coalesce(p_provider_ref, v_op.provider_ref))
+    ON CONFLICT DO NOTHING
+    RETURNING operation_id INTO v_void;
+    IF v_void IS NULL THEN
+        SELECT p.operation_id INTO v_void FROM payment_operations p
+        WHERE p.parent_operation_id = p_operation_id AND p.kind = 'VOID';
+    END IF;
+    INSERT INTO payment_events (order_id, operation_id, action, detail)
+    VALUES (v_op.order_id, p_operation_id, 'abandoned', jsonb_build_object('void', v_void));
+    RETURN v_void;
+END $$;
+
+-- Tickets (core/tickets.py)
+
+-- onsale_issue_tickets: issue an order's tickets once captured.
+CREATE FUNCTION onsale_issue_tickets(p_order_id uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_order record;
+    v_count integer;
+BEGIN
+    SELECT o.order_id, o.status, o.payment_status, o.event_id INTO v_order
+    FROM orders o WHERE o.order_id = p_order_id FOR SHARE;
+    IF NOT FOUND OR v_order.status <> 'CONFIRMED' THEN
+        RETURN 'cancelled';
+    END IF;
+    IF v_order.payment_status <> 'CAPTURED' THEN
+        RETURN 'wait';
+    END IF;
+    INSERT INTO tickets (order_id, event_id, seat_id, code)
+    SELECT p_order_id, oi.event_id, oi.seat_id,
+           upper(replace(gen_random_uuid()::text, '-', ''))
+    FROM order_items oi WHERE oi.order_id = p_order_id AND oi.valid
+    ON CONFLICT (order_id, seat_id) DO NOTHING;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN CASE WHEN v_count > 0 THEN 'issued' ELSE 'duplicate' END;
 END $$;

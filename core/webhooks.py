@@ -18,12 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from onsale.core.payment_rules import can_change, webhook_outcomes
-from onsale.core.payments import Payments
 from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
-from onsale.kernel.db import Database
+from onsale.core.state import core_state
+from onsale.core.webhook_signature import HEADER, SignatureError, verify
 from onsale.kernel.problems import Problem
-from onsale.psp.signature import HEADER, SignatureError, verify
 
 SIGNATURE_TOLERANCE_SECONDS = 300
 
@@ -46,10 +45,10 @@ def parse_event(raw: bytes) -> tuple[str, str, dict[str, Any], uuid.UUID]:
 
 
 async def receive_payment_webhook(request: Request) -> Response:
-    payments: Payments | None = request.app.state.payments
+    payments = core_state(request).payments
     if payments is None:
         raise Problem(503, "payments_unavailable")
-    metrics = request.app.state.metrics
+    metrics = core_state(request).metrics
     if SIMULATOR_HEADER in request.headers and not payments.settings.allow_simulator:
         metrics.webhooks.labels(result="simulator_refused").inc()
         raise Problem(503, "payments_unavailable",
@@ -64,7 +63,7 @@ async def receive_payment_webhook(request: Request) -> Response:
         raise Problem(400, "invalid_signature", detail=exc.reason) from None
     event_id, event_type, intent, authorize_id = parse_event(raw)
     q = queries("payments")
-    db: Database = request.app.state.db
+    db = core_state(request).db
     payload = json.loads(raw)
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,

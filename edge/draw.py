@@ -18,23 +18,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-
-def new_seed() -> str:
-    """256 random bits, hex."""
-    return secrets.token_hex(32)
-
-
-def commitment(seed: str) -> str:
-    return hashlib.sha256(seed.encode("ascii")).hexdigest()
-
-
-def verify_commitment(seed: str, published: str) -> bool:
-    return hmac.compare_digest(commitment(seed), published)
+from onsale.core.draw_seed import verify_commitment
 
 
 def draw_key(seed: str, participant: str) -> str:

@@ -19,8 +19,9 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
+from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
 
 from onsale.edge.caches import Marks, every
@@ -32,7 +33,10 @@ from onsale.edge.tokens import (
     AdmissionCodec,
     Verdict,
     admission_cookie,
+    admission_keys,
 )
+from onsale.kernel.config import Settings
+from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.problems import Problem
 
 COOKIE_PREFIX = ADMISSION_COOKIE
@@ -43,7 +47,7 @@ class Gate:
                  cache_seconds: float = 1.0, max_entries: int = 100_000,
                  clock: Callable[[], float] = time.monotonic, cookie_prefix: str = "") -> None:
         self.codec = codec
-        self.cookie_prefix = cookie_prefix  # core.cookies.cookie_policy(...).prefix
+        self.cookie_prefix = cookie_prefix  # kernel.cookies.cookie_policy(...).prefix
         self.store = store
         self.cache_seconds = cache_seconds
         self.max_entries = max_entries
@@ -52,11 +56,6 @@ class Gate:
         self._inflight: dict[tuple[int, uuid.UUID], asyncio.Future[str | None]] = {}
         self.marks = Marks(store, "active") if store is not None else None
         self._task: asyncio.Task[None] | None = None
-
-    def attach(self, store: QueueStore) -> None:
-        """Give the gate its Redis (core does so in its lifespan)."""
-        self.store = store
-        self.marks = Marks(store, "active")
 
     def token(self, request: HTTPConnection, event_id: int) -> str | None:
         """The ``Admission-Token`` header (API clients), else the event's cookie
@@ -142,3 +141,22 @@ class Gate:
         if self.marks is not None:
             with contextlib.suppress(Exception):
                 await self.marks.flush()
+
+
+def build_gate(settings: Settings, redis: Redis | None) -> Gate:
+    """The process's one gate. Without Redis (REDIS_URL unset) it still checks
+    signatures, then refuses: fail closed."""
+    return Gate(AdmissionCodec(admission_keys(settings.admission_keys, settings.secret_key),
+                               settings.admission_ttl_seconds),
+                QueueStore(redis) if redis is not None else None,
+                cookie_prefix=settings_cookie_policy(settings).prefix)
+
+
+@contextlib.asynccontextmanager
+async def running_gate(settings: Settings, redis: Redis | None) -> AsyncIterator[Gate]:
+    gate = build_gate(settings, redis)
+    gate.start()
+    try:
+        yield gate
+    finally:
+        await gate.stop()

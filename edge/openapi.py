@@ -1,75 +1,76 @@
-"""The OpenAPI paths of the edge routes; ``core.openapi.document`` merges them
-into the document of any app that serves them (role edge, onsale dev)."""
+"""The OpenAPI paths of the edge routes; the composition root merges them into the
+document of any app that serves them (role edge, onsale dev)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from onsale.core.openapi import _EVENT, _QUEUE_SETTINGS, _json, _problem
+from onsale.core.openapi import QUEUE_SETTINGS
 from onsale.edge.ops_dashboard import OPS_PATHS, OPS_SCHEMAS
+from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 
 _ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
 _TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,
            "schema": {"type": "string"},
            "description": "The ticket from the join answer (browsers send the "
                           "onsale_queue_{event_id} cookie instead)"}
-_OPS_ERRORS = {"401": _problem("admin_required"), "404": _problem("event_not_found"),
-               "503": _problem("queue_unavailable", "inventory_unavailable")}
+_OPS_ERRORS = {"401": problem("admin_required"), "404": problem("event_not_found"),
+               "503": problem("queue_unavailable", "inventory_unavailable")}
 
 EDGE_PATHS: dict[str, dict[str, Any]] = {
     "/api/events/{event_id}/queue": {
         "post": {
             "summary": "Join the event's queue (idempotent per account: every tab and device "
                        "gets the same place); sets the ticket cookie",
-            "parameters": [_EVENT],
+            "parameters": [EVENT_ID],
             "requestBody": {"required": False, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/QueueJoin"}}}},
             "responses": {
-                "200": _json("QueueStatus", "The place; admitted at once for passthrough"),
-                "400": _problem("invalid_json"),
-                "401": _problem("authentication_required"),
-                "403": _problem("pow_required", "pow_invalid"),
-                "404": _problem("event_not_found"),
-                "409": _problem("queue_not_open", "queue_closed"),
-                "429": _problem("rate_limited"),
-                "503": _problem("queue_unavailable", "inventory_unavailable")}},
+                "200": json_body("QueueStatus", "The place; admitted at once for passthrough"),
+                "400": problem("invalid_json"),
+                "401": problem("authentication_required"),
+                "403": problem("pow_required", "pow_invalid"),
+                "404": problem("event_not_found"),
+                "409": problem("queue_not_open", "queue_closed"),
+                "429": problem("rate_limited"),
+                "503": problem("queue_unavailable", "inventory_unavailable")}},
         "get": {
             "summary": "Poll the place (no Redis round trip); the admission token once admitted",
-            "parameters": [_EVENT, _TICKET],
+            "parameters": [EVENT_ID, _TICKET],
             "responses": {
-                "200": _json("QueueStatus"),
-                "401": _problem("authentication_required"),
-                "404": _problem("not_in_queue", "event_not_found"),
-                "429": _problem("rate_limited"),
-                "503": _problem("queue_unavailable")}}},
+                "200": json_body("QueueStatus"),
+                "401": problem("authentication_required"),
+                "404": problem("not_in_queue", "event_not_found"),
+                "429": problem("rate_limited"),
+                "503": problem("queue_unavailable")}}},
     "/api/events/{event_id}/queue/draw": {"get": {
         "summary": "The random draw: commitment before the sale, seed and participants after",
-        "parameters": [_EVENT,
+        "parameters": [EVENT_ID,
                        {"name": "page", "in": "query", "schema": {"type": "integer",
                                                                   "minimum": 1}},
                        {"name": "per_page", "in": "query", "schema": {
                            "type": "integer", "minimum": 1, "maximum": 100_000}}],
-        "responses": {"200": _json("QueueDraw"), "400": _problem("invalid_request"),
-                      "404": _problem("event_not_found")}}},
+        "responses": {"200": json_body("QueueDraw"), "400": problem("invalid_request"),
+                      "404": problem("event_not_found")}}},
     "/api/ops/events/{event_id}/queue": {
         "get": {"summary": "Waiting-room settings, live figures and controller state (operator)",
-                "security": _ADMIN, "parameters": [_EVENT],
-                "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}},
+                "security": _ADMIN, "parameters": [EVENT_ID],
+                "responses": {"200": json_body("QueueOps"), **_OPS_ERRORS}},
         "patch": {"summary": "Change the waiting-room settings (operator); the policy is "
                              "frozen once the sale is open",
-                  "security": _ADMIN, "parameters": [_EVENT],
+                  "security": _ADMIN, "parameters": [EVENT_ID],
                   "requestBody": {"content": {"application/json": {
                       "schema": {"$ref": "#/components/schemas/QueueSettings"}}}},
-                  "responses": {"200": _json("QueueOps"),
-                                "400": _problem("invalid_request", "invalid_json"),
-                                "409": _problem("policy_frozen"), **_OPS_ERRORS}}},
+                  "responses": {"200": json_body("QueueOps"),
+                                "400": problem("invalid_request", "invalid_json"),
+                                "409": problem("policy_frozen"), **_OPS_ERRORS}}},
     "/api/ops/events/{event_id}/queue/pause": {"post": {
         "summary": "Pause admission (queued visitors keep their places)",
-        "security": _ADMIN, "parameters": [_EVENT],
-        "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}}},
+        "security": _ADMIN, "parameters": [EVENT_ID],
+        "responses": {"200": json_body("QueueOps"), **_OPS_ERRORS}}},
     "/api/ops/events/{event_id}/queue/resume": {"post": {
-        "summary": "Resume admission", "security": _ADMIN, "parameters": [_EVENT],
-        "responses": {"200": _json("QueueOps"), **_OPS_ERRORS}}},
+        "summary": "Resume admission", "security": _ADMIN, "parameters": [EVENT_ID],
+        "responses": {"200": json_body("QueueOps"), **_OPS_ERRORS}}},
 }
 
 EDGE_SCHEMAS: dict[str, Any] = {
@@ -102,7 +103,7 @@ EDGE_SCHEMAS: dict[str, Any] = {
         "participants": {"type": ["array", "null"], "items": {"type": "string"},
                          "description": "this page's slice of the sorted participant ids"},
         "method": {"type": "string"}}},
-    "QueueSettings": {"type": "object", "properties": _QUEUE_SETTINGS},
+    "QueueSettings": {"type": "object", "properties": QUEUE_SETTINGS},
     "QueueOps": {"type": "object", "properties": {
         "event_id": {"type": "integer"}, "settings": {"type": "object"},
         "live": {"type": "object", "description": "queued, active, admitted_per_minute, "
@@ -113,3 +114,5 @@ EDGE_SCHEMAS: dict[str, Any] = {
 # The operator console's routes (edge/ops_dashboard.py).
 EDGE_PATHS.update(OPS_PATHS)
 EDGE_SCHEMAS.update(OPS_SCHEMAS)
+
+EDGE_API = ApiSpec("edge", EDGE_PATHS, EDGE_SCHEMAS)

@@ -16,7 +16,7 @@ from onsale.core.event_store import commit_draw_seed
 from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
-from onsale.edge.runtime import Edge
+from onsale.edge.runtime import Edge, edge_state
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import require_admin
@@ -73,13 +73,13 @@ async def queue_doc(edge: Edge, event_id: int) -> dict[str, Any]:
 
 async def read_queue(request: Request) -> Response:
     require_admin(request)
-    edge: Edge = request.app.state.edge
+    edge = edge_state(request)
     return JSONResponse(await queue_doc(edge, int_path(request, "event_id", "event_not_found")))
 
 
 async def update_queue(request: Request) -> Response:
     require_admin(request)
-    edge: Edge = request.app.state.edge
+    edge = edge_state(request)
     event_id = int_path(request, "event_id", "event_not_found")
     body = await json_object(request)
     unknown = set(body) - set(SETTINGS)
@@ -107,7 +107,7 @@ async def update_queue(request: Request) -> Response:
 
 async def _pause(request: Request, paused: bool) -> Response:
     require_admin(request)
-    edge: Edge = request.app.state.edge
+    edge = edge_state(request)
     event_id = int_path(request, "event_id", "event_not_found")
     async with edge.db.connection() as conn:
         found = await conn.fetchval(queries("queue")["set_paused"], event_id, paused)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,67 +27,22 @@ from starlette.routing import Route
 
 from onsale.core.audit import run_audit
 from onsale.core.health import HEALTH_KEY
-from onsale.core.openapi import _EVENT, _json, _problem
 from onsale.edge.fairness import FairnessInputError, compare, parse_scenario
 from onsale.edge.health import FRESH_SECONDS, fold
 from onsale.edge.ops import queue_doc
 from onsale.edge.queries import queries
-from onsale.edge.runtime import Edge
+from onsale.edge.runtime import Edge, edge_state
 from onsale.kernel.dependency import describe
 from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.openapi import EVENT_ID, json_body, problem
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import require_admin
 from onsale.kernel.timefmt import utc_iso
-from onsale.seatmap.bus import ALIVE
-from onsale.seatmap.config import SeatmapSettings
-from onsale.seatmap.queries import queries as seatmap_queries
 
 DASHBOARD_TTL = 1.0
 AUDIT_TTL = 30.0
 AUDIT_MIN_INTERVAL = 10.0
 AUDIT_SAMPLE_ROWS = 5
-
-
-class Cached:
-    """One value per key, recomputed when older than its TTL; callers arriving
-    while it is being computed wait for that computation (no stampede)."""
-
-    def __init__(self) -> None:
-        self._values: dict[Any, tuple[float, Any]] = {}
-        self._locks: dict[Any, asyncio.Lock] = {}
-
-    def age(self, key: Any) -> float | None:
-        found = self._values.get(key)
-        return None if found is None else time.monotonic() - found[0]
-
-    async def get(self, key: Any, ttl: float, compute: Callable[[], Awaitable[Any]]) -> Any:
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            found = self._values.get(key)
-            if found is not None and time.monotonic() - found[0] < ttl:
-                return found[1]
-            value = await compute()
-            self._values[key] = (time.monotonic(), value)
-            return value
-
-
-class OpsState:
-    def __init__(self) -> None:
-        self.cache = Cached()
-        self.simulating = asyncio.Semaphore(1)
-
-
-def _state(request: Request) -> OpsState:
-    state: OpsState | None = getattr(request.app.state, "ops_console", None)
-    if state is None:
-        state = OpsState()
-        request.app.state.ops_console = state
-    return state
-
-
-def _edge(request: Request) -> Edge:
-    edge: Edge = request.app.state.edge
-    return edge
 
 
 # -- the dashboard ---------------------------------------------------------------
@@ -127,23 +81,10 @@ async def payments_doc(edge: Edge, event_id: int) -> dict[str, Any]:
 
 
 async def cdc_doc(edge: Edge) -> dict[str, Any]:
-    slot_name = SeatmapSettings.from_env().slot
-    doc: dict[str, Any] = {"slot": slot_name}
-    try:
-        async with edge.db.connection() as conn:
-            slot = await conn.fetchrow(seatmap_queries("cdc")["slot"], slot_name)
-    except Problem:
-        slot = None
-        doc["available"] = False
-    doc.update({"present": slot is not None,
-                "active": bool(slot["active"]) if slot else False,
-                "wal_status": slot["wal_status"] if slot else None,
-                "lag_bytes": int(slot["lag_bytes"] or 0) if slot else None})
-    try:
-        doc["consumer_alive"] = bool(await edge.redis.exists(ALIVE))
-    except Exception:
-        doc["consumer_alive"] = None
-    return doc
+    """The seat map's change capture, as the root lets the edge read it."""
+    if edge.capture_status is None:
+        return {"available": False}
+    return await edge.capture_status()
 
 
 async def dashboard_doc(edge: Edge, event_id: int) -> dict[str, Any]:
@@ -160,8 +101,8 @@ async def dashboard_doc(edge: Edge, event_id: int) -> dict[str, Any]:
 async def dashboard(request: Request) -> Response:
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    edge = _edge(request)
-    doc = await _state(request).cache.get(("dashboard", event_id), DASHBOARD_TTL,
+    edge = edge_state(request)
+    doc = await edge_state(request).ops.cache.get(("dashboard", event_id), DASHBOARD_TTL,
                                           lambda: dashboard_doc(edge, event_id))
     return JSONResponse(doc, headers={"Cache-Control": "no-store"})
 
@@ -186,8 +127,8 @@ async def audit_doc(edge: Edge) -> dict[str, Any]:
 
 async def audit(request: Request) -> Response:
     require_admin(request)
-    edge = _edge(request)
-    cache = _state(request).cache
+    edge = edge_state(request)
+    cache = edge_state(request).ops.cache
     ttl = AUDIT_MIN_INTERVAL if request.query_params.get("fresh") in ("1", "true") else AUDIT_TTL
     doc = dict(await cache.get("audit", ttl, lambda: audit_doc(edge)))
     doc["age_seconds"] = round(cache.age("audit") or 0.0, 1)
@@ -217,12 +158,12 @@ async def fairness(request: Request) -> Response:
     body = await json_object(request)
     defaults = None
     if body.get("event_id") is not None:
-        defaults = await event_defaults(_edge(request), body["event_id"])
+        defaults = await event_defaults(edge_state(request), body["event_id"])
     try:
         scenario = parse_scenario({k: v for k, v in body.items() if k != "event_id"}, defaults)
     except FairnessInputError as exc:
         raise Problem(400, "invalid_request", detail=exc.message, field=exc.field) from None
-    gate = _state(request).simulating
+    gate = edge_state(request).ops.simulating
     if gate.locked():
         raise Problem(429, "rate_limited", detail="Another simulation is running.",
                       retry_after=1)
@@ -248,29 +189,29 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
     "/api/ops/events/{event_id}/dashboard": {"get": {
         "summary": "The console's live figures: queue, controller, core health, open "
                    "payments, change-capture lag (operator; cached about a second)",
-        "security": _ADMIN, "parameters": [_EVENT],
-        "responses": {"200": _json("OpsDashboard"), "401": _problem("admin_required"),
-                      "404": _problem("event_not_found"),
-                      "503": _problem("queue_unavailable", "inventory_unavailable")}}},
+        "security": _ADMIN, "parameters": [EVENT_ID],
+        "responses": {"200": json_body("OpsDashboard"), "401": problem("admin_required"),
+                      "404": problem("event_not_found"),
+                      "503": problem("queue_unavailable", "inventory_unavailable")}}},
     "/api/ops/audit": {"get": {
         "summary": "The invariant checks of onsale audit (operator; cached: run at most "
                    "every 30 s, or every 10 s with fresh=1)",
         "security": _ADMIN,
         "parameters": [{"name": "fresh", "in": "query", "required": False,
                         "schema": {"type": "string", "enum": ["1", "true"]}}],
-        "responses": {"200": _json("OpsAudit"), "401": _problem("admin_required"),
-                      "503": _problem("inventory_unavailable")}}},
+        "responses": {"200": json_body("OpsAudit"), "401": problem("admin_required"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/ops/fairness": {"post": {
         "summary": "The fairness lab: simulate fifo and a random draw for an arrival "
                    "profile (operator; nothing is stored)",
         "security": _ADMIN,
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/FairnessScenario"}}}},
-        "responses": {"200": _json("FairnessResult"),
-                      "400": _problem("invalid_request", "invalid_json"),
-                      "401": _problem("admin_required"), "404": _problem("event_not_found"),
-                      "429": _problem("rate_limited"),
-                      "503": _problem("inventory_unavailable")}}},
+        "responses": {"200": json_body("FairnessResult"),
+                      "400": problem("invalid_request", "invalid_json"),
+                      "401": problem("admin_required"), "404": problem("event_not_found"),
+                      "429": problem("rate_limited"),
+                      "503": problem("inventory_unavailable")}}},
 }
 
 _NUM = {"type": "number"}

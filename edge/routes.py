@@ -25,7 +25,7 @@ from onsale.edge.limits import RateLimiter, retry_after
 from onsale.edge.pow import PowVerdict, RiskFacts, required_difficulty
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
-from onsale.edge.runtime import Edge
+from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.inputs import int_path, json_object, parse_id
@@ -35,11 +35,6 @@ from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
 PAUSED_STATES = ("paused", "unhealthy")
-
-
-def _edge(request: Request) -> Edge:
-    edge: Edge = request.app.state.edge
-    return edge
 
 
 def _limit(limiters: tuple[RateLimiter, ...], keys: tuple[str, ...]) -> None:
@@ -217,7 +212,7 @@ def read_ticket(request: Request, edge: Edge, event_id: int, account: uuid.UUID)
 
 
 async def join(request: Request) -> Response:
-    edge = _edge(request)
+    edge = edge_state(request)
     account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
     ip = client_ip(request)
@@ -262,7 +257,7 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
 
 
 async def poll(request: Request) -> Response:
-    edge = _edge(request)
+    edge = edge_state(request)
     account = signed_account(request)  # no Redis on a poll (core.sessions.signed_account)
     event_id = int_path(request, "event_id", "event_not_found")
     _limit((edge.poll_ip, edge.poll_account), (client_ip(request), str(account)))
@@ -293,7 +288,7 @@ def _page_param(request: Request, name: str, default: int, most: int) -> int:
 async def draw(request: Request) -> Response:
     """The published random draw: commitment, then seed and participants, a
     page at a time (``?page=1&per_page=100000``; ``next`` links the rest)."""
-    edge = _edge(request)
+    edge = edge_state(request)
     event_id = int_path(request, "event_id", "event_not_found")
     page = _page_param(request, "page", 1, 10**6)
     per_page = _page_param(request, "per_page", DRAW_PAGE_MAX, DRAW_PAGE_MAX)

@@ -5,20 +5,23 @@ writer, and optionally the admitter."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio import Redis
+from starlette.requests import HTTPConnection
 
 from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
 from onsale.edge.gate import Gate
 from onsale.edge.limits import RateLimiter
+from onsale.edge.ops_cache import OpsState
 from onsale.edge.pow import PowCodec, RiskHook, no_risk
 from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
-from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.db import Database
+from onsale.kernel.tasks import stop_background
 
 
 def _per_minute(limit: int) -> RateLimiter:
@@ -45,6 +48,9 @@ class Edge:
     poll_account: RateLimiter = field(default_factory=lambda: _per_minute(120))
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     admitter: Any = None  # the Admitter running in this process, if any
+    ops: OpsState = field(default_factory=OpsState)  # the operators' dashboard cache
+    # The seat map's change capture as the dashboard shows it (the root injects it).
+    capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
     @property
     def longest_poll(self) -> int:
@@ -53,17 +59,23 @@ class Edge:
                    min(60, self.settings.queue_abandon_seconds // 5))
 
 
-def build_edge(settings: Settings, db: Database, redis: Redis, *,
-               risk: RiskHook = no_risk) -> Edge:
+def edge_state(connection: HTTPConnection) -> Edge:
+    """The edge's state in this process (set by the composition root's lifespan)."""
+    return cast(Edge, connection.app.state.edge)
+
+
+def build_edge(settings: Settings, db: Database, redis: Redis, gate: Gate, *,
+               risk: RiskHook = no_risk,
+               capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> Edge:
+    """``gate``: the process's one gate (core's sales routes and the seat map check
+    admissions with it too: one revocation cache)."""
     keys = admission_keys(settings.admission_keys, settings.secret_key)
     store = QueueStore(redis)
-    admissions = AdmissionCodec(keys, settings.admission_ttl_seconds)
     return Edge(
         settings=settings, db=db, redis=redis, store=store, configs=EventConfigs(db),
         status=StatusCache(store), seen=Marks(store, "seen"), tickets=TicketCodec(keys),
-        admissions=admissions, pow=PowCodec(keys),
-        gate=Gate(admissions, store, cookie_prefix=settings_cookie_policy(settings).prefix),
-        risk=risk,
+        admissions=gate.codec, pow=PowCodec(keys), gate=gate, risk=risk,
+        capture_status=capture_status,
         join_ip=_per_minute(settings.join_limit_ip),
         join_account=_per_minute(settings.join_limit_account),
         poll_ip=_per_minute(settings.poll_limit_ip),
@@ -83,15 +95,11 @@ def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None
         asyncio.create_task(every(2.0, edge.seen.flush, "seen flush"),
                             name="onsale-edge-seen"),
     ]
-    edge.gate.start()
     if admitter:
         edge.admitter = Admitter(edge, bulk=QueueStore(bulk) if bulk is not None else None)
         edge.tasks.append(asyncio.create_task(edge.admitter.run(), name="onsale-admitter"))
 
 
 async def stop_edge(edge: Edge) -> None:
-    from onsale.kernel.tasks import stop_background
-
     await stop_background(edge.tasks)
     edge.tasks.clear()
-    await edge.gate.stop()

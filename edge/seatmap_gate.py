@@ -2,30 +2,21 @@
 
 The seat map is a sales route like holds and checkout: the signed-in account
 must carry a valid admission token for the event, from its current session
-(docs/edge.md#the-gate). The check needs the app's ``sessions``
-(``core.sessions.Sessions``) and ``gate`` (an ``edge.gate.Gate``); core
-provides both, and ``install`` gives a seat-map-only process its own, with a
-Redis connection for both revocation checks.
+(docs/edge.md#the-gate). The check needs the process's ``sessions`` and its one
+``gate``; the composition root builds it with both and hands it to the seat map.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
 from onsale.edge.gate import Gate
-from onsale.edge.queue_store import QueueStore
-from onsale.edge.tokens import Admission, AdmissionCodec, Verdict, admission_keys
-from onsale.kernel.config import Settings
-from onsale.kernel.cookies import settings_cookie_policy
-from onsale.kernel.dependency import request_redis_for
+from onsale.edge.tokens import Admission, Verdict
 from onsale.kernel.problems import Problem
-from onsale.kernel.session_store import SessionStore
-from onsale.kernel.sessions import Sessions, build_sessions, current_account
+from onsale.kernel.sessions import Sessions, current_account
 
 
 @dataclass(frozen=True)
@@ -66,41 +57,15 @@ class SeatmapAdmission:
         return None
 
 
-async def admission_gate(connection: HTTPConnection, event_id: int) -> SeatmapAdmission:
-    """Refuse (``Problem``) unless the account is admitted to this event."""
-    gate: Gate = connection.app.state.gate
-    sessions: Sessions = connection.app.state.sessions
-    admission = await gate.check(connection, event_id, await current_account(connection))
-    return SeatmapAdmission(gate, admission, sessions, sessions.token(connection))
+SeatmapCheck = Callable[[HTTPConnection, int], Awaitable["SeatmapAdmission"]]
 
 
-def install(app: Starlette, settings: Settings) -> None:
-    """Give a seat-map process the session codec and a gate whose Redis
-    connection lives as long as the app (around its own lifespan)."""
-    app.state.sessions = sessions = build_sessions(settings)
-    gate = Gate(AdmissionCodec(admission_keys(settings.admission_keys, settings.secret_key),
-                               settings.admission_ttl_seconds), None,
-                cookie_prefix=settings_cookie_policy(settings).prefix)
-    app.state.gate = gate
-    inner = app.router.lifespan_context
-    redis_url = settings.redis_url
+def seatmap_admission(gate: Gate, sessions: Sessions) -> SeatmapCheck:
+    """The seat map's check (``onsale.seatmap.routes.Gate``): refuse (``Problem``)
+    unless the signed-in account is admitted to this event."""
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # The request path's client, bounded; the seat map's lifespan reuses it.
-        redis = request_redis_for(settings) if redis_url else None
-        if redis is not None:
-            app.state.redis = redis
-            gate.attach(QueueStore(redis))
-            sessions.attach(SessionStore(redis))
-        gate.start()
-        try:
-            async with inner(app):
-                yield
-        finally:
-            await gate.stop()
-            if redis is not None:
-                app.state.redis = None
-                await redis.aclose()
+    async def check(connection: HTTPConnection, event_id: int) -> SeatmapAdmission:
+        admission = await gate.check(connection, event_id, await current_account(connection))
+        return SeatmapAdmission(gate, admission, sessions, sessions.token(connection))
 
-    app.router.lifespan_context = lifespan
+    return check

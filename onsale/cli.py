@@ -11,14 +11,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from onsale.core.audit import format_report, run_audit, violations
 from onsale.core.event_spec import EventSpec, parse_event_spec
 from onsale.core.event_store import create_event
-from onsale.core.migrate import MigrationError, migrate
+from onsale.core.migrate import MigrateResult, MigrationError, migrate
 from onsale.core.queries import queries
 from onsale.embedded import (
     EmbeddedError,
@@ -30,6 +30,9 @@ from onsale.embedded import (
 from onsale.kernel.config import ConfigError, Settings, env_int
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
+
+if TYPE_CHECKING:
+    from onsale.compose import WebSocketLimits
 
 DEMO_EVENT = "onsale demo night"
 PROVIDER_ROLES = ("core", "worker")  # the roles that talk to the payment provider
@@ -77,7 +80,7 @@ async def _connect(url: str) -> Any:
     return conn
 
 
-async def _migrate(url: str) -> list[int]:
+async def _migrate(url: str) -> MigrateResult:
     conn = await _connect(url)
     try:
         return await migrate(conn)
@@ -128,8 +131,13 @@ async def _create_event(url: str, body: dict[str, Any]) -> int:
         await conn.close()
 
 
-def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> None:
+def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
+           ws_limits: WebSocketLimits | None = None) -> None:
     import uvicorn
+
+    from onsale.compose import WebSocketLimits
+
+    ws = ws_limits or WebSocketLimits()
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -146,12 +154,11 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
     # every client); pings find dead sockets; clients send (almost) nothing, so a
     # message over ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES closes the socket with 1009
     # before it is buffered (docs/security.md#websockets).
-    ping = float(getattr(app.state, "ws_ping_interval", 20))
+    ping = ws.ping_interval
     config = uvicorn_config(app, host, port, HttpLimits.from_env(os.environ),
                             log_level="warning", ws="websockets-sansio",
                             ws_per_message_deflate=False, ws_ping_interval=ping,
-                            ws_ping_timeout=ping,
-                            ws_max_size=int(getattr(app.state, "ws_max_size", 16)),
+                            ws_ping_timeout=ping, ws_max_size=ws.max_message_bytes,
                             access_log=False, lifespan="on", proxy_headers=False,
                             server_header=False, date_header=False)
     from onsale.compose import tune_gc, tune_malloc
@@ -175,7 +182,7 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None) -> 
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    from onsale.compose import build_app
+    from onsale.compose import build_app, websocket_limits
 
     base = data_dir()
     env = dict(os.environ)
@@ -204,7 +211,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         applied = asyncio.run(_migrate(settings.database_url))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
         url = f"http://{args.host}:{args.port}/"
-        print(f"onsale dev: migrations applied {applied or 'none (up to date)'}")
+        print(f"onsale dev: {applied.describe()}")
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
@@ -213,7 +220,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "
               f"ws://{args.host}:{args.port}/ws/events/{event_id}/seatmap "
               "(docs/seatmap-protocol.md)")
-        _serve(build_app("dev", settings), args.host, args.port,
+        _serve(build_app("dev", settings), args.host, args.port, ws_limits=websocket_limits("dev"),
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
     except (ConfigError, EmbeddedError, HttpLimitsError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
@@ -231,7 +238,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from onsale.compose import build_app
+    from onsale.compose import build_app, websocket_limits
 
     try:
         from onsale.compose import SECRETLESS_ROLES
@@ -248,7 +255,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (ConfigError, HttpLimitsError) as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
-    _serve(app, args.host, args.port,
+    _serve(app, args.host, args.port, ws_limits=websocket_limits(args.role),
            ready_message=f"onsale {args.role}: serving on http://{args.host}:{args.port}/")
     return 0
 
@@ -260,7 +267,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     except Exception as exc:  # a migration error, an outage or a bad URL: exit 2
         print(f"onsale migrate: {exc}", file=sys.stderr)
         return 2
-    print(f"applied {applied}" if applied else "schema is up to date")
+    print(applied.describe())
     return 0
 
 
@@ -316,7 +323,8 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("psp", add_help=False,  # main() hands its arguments to psp.cli
                    help="run the payment provider simulator (onsale psp --help)")
-    sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
+    sub.add_parser("migrate", help="apply pending migrations and changed SQL functions"
+                   ).set_defaults(func=cmd_migrate)
     sub.add_parser("audit", help="check the invariants; exit 1 on any violation").set_defaults(
         func=cmd_audit)
 

@@ -1,111 +1,222 @@
-"""The composition root: one function builds the app for a role from settings."""
+"""The composition root: which tiers each role runs, in one process, in one lifespan.
+
+Each tier exposes its routes and a context manager that starts what it needs and yields
+typed state (``CoreState``, ``Edge``, ``Seatmap``, ``Consumer``). ``build_app`` builds the
+app of a role with every route and one lifespan: it opens the shared parts (the
+database pool, the request path's Redis client, the sessions), builds the one admission
+gate, injects it where core and the seat map need it, enters the tiers in order and
+puts each one's state on ``app.state``. Nothing is spliced in after construction.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from onsale.core.app import build_core_app, build_payments, healthz
-from onsale.core.background import start_background
-from onsale.core.metrics import Metrics, metrics_endpoint
-from onsale.core.reconciler import run_reconciler
-from onsale.core.sweeper import run_sweeper
-from onsale.edge.app import build_edge_app, mount_edge
-from onsale.edge.seatmap_gate import admission_gate
-from onsale.edge.seatmap_gate import install as install_admission_gate
-from onsale.kernel.config import Settings
-from onsale.kernel.db import Database, create_pool
-from onsale.kernel.dependency import background_redis
-from onsale.kernel.problems import http_exception_handler
-from onsale.kernel.tasks import stop_background
-from onsale.seatmap.app import build_cdc_app, build_seatmap_app, mount_seatmap
+from onsale.core.metrics import Metrics
+from onsale.core.openapi import CORE_API
+from onsale.core.state import NO_ADMISSION
+from onsale.core.tier import core_routes, running_core
+from onsale.edge.gate import Gate, running_gate
+from onsale.edge.openapi import EDGE_API
+from onsale.edge.pow import RiskHook, no_risk
+from onsale.edge.seatmap_gate import seatmap_admission
+from onsale.edge.tier import edge_routes, require_redis, running_edge
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.errors import error_handlers, healthz
+from onsale.kernel.metrics import metrics_route
+from onsale.kernel.openapi import ApiSpec, openapi_route
+from onsale.kernel.process import Needs, running_shared, unopened
+from onsale.kernel.security import security_middleware
 from onsale.seatmap.config import SeatmapSettings
-from onsale.web.page_errors import install as install_page_errors
+from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.openapi import SEATMAP_API
+from onsale.seatmap.routes import Gate as SeatmapGate
+from onsale.seatmap.routes import seatmap_routes
+from onsale.seatmap.status import capture_status
+from onsale.seatmap.tier import (
+    capture_health_route,
+    running_capture,
+    running_seatmap,
+    seatmap_health_route,
+)
+from onsale.web.page_errors import page_handlers
 from onsale.web.pages import page_routes
 
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 ROLES = ("core", "worker", "edge", "cdc", "seatmap")
 SECRETLESS_ROLES = ("worker", "cdc")  # they sign and verify nothing
 
 
-def build_worker_app(settings: Settings) -> Starlette:
-    """Background work with /metrics for scraping: the expiry sweeper; with
-    REDIS_URL set the outbox relay and the ticket consumer (docs/outbox.md); with
-    ONSALE_PSP_URL set the payment reconciler (docs/payments.md)."""
-    metrics = Metrics()
+@dataclass(frozen=True)
+class Tiers:
+    """What one process runs."""
+
+    core: bool = False        # core's API (accounts, events, holds, checkout, webhooks)
+    background: bool = False  # sweeper, reconciler, outbox relay, ticket consumer
+    pages: bool = False       # the shopper pages and the operator console
+    edge: bool = False        # the waiting room and the operators' routes
+    admitter: bool = False
+    seatmap: bool = False     # the snapshot route, the WebSocket and the hub
+    capture: bool = False     # the change-capture consumer (or its standby)
+
+    @property
+    def gate(self) -> bool:
+        return self.core or self.edge or self.seatmap
+
+    def needs(self) -> Needs:
+        api = self.core or self.edge or self.seatmap
+        return Needs(database=not self.capture or api or self.background,
+                     redis=api, request_path=api,
+                     small_pool=self.seatmap and not (self.core or self.edge))
+
+
+ROLE_TIERS: dict[str, Tiers] = {
+    "dev": Tiers(core=True, background=True, pages=True, edge=True, admitter=True,
+                 seatmap=True, capture=True),
+    "core": Tiers(core=True, pages=True),   # the API, and the pages (they read like it)
+    "worker": Tiers(background=True),
+    "edge": Tiers(edge=True, admitter=True),
+    "cdc": Tiers(capture=True),
+    "seatmap": Tiers(seatmap=True),
+}
+
+
+def tiers_for(role: str, settings: Settings) -> Tiers:
+    tiers = ROLE_TIERS.get(role)
+    if tiers is None:
+        raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    if role == "dev" and settings.redis_url is None:
+        # onsale dev always has Redis; without one: core and the pages, no queue
+        return Tiers(core=True, background=True, pages=True)
+    if tiers.edge:
+        require_redis(settings)
+    if tiers.seatmap or tiers.capture:
+        if not settings.redis_url:
+            name = "seatmap" if tiers.seatmap else "cdc"
+            raise ConfigError(f"REDIS_URL must be set for the {name} role "
+                              "(the seat-map streams)")
+    return tiers
+
+
+def api_specs(tiers: Tiers) -> list[ApiSpec]:
+    """The parts of the OpenAPI document of an app with these tiers."""
+    return [spec for on, spec in ((tiers.core, CORE_API), (tiers.edge, EDGE_API),
+                                  (tiers.seatmap, SEATMAP_API)) if on]
+
+
+def routes_for(tiers: Tiers) -> list[BaseRoute]:
+    out: list[BaseRoute] = []
+    if tiers.pages:
+        out += page_routes()  # in front: /events/... pages before the API's paths
+    if tiers.core:
+        out += core_routes()
+    if tiers.edge:
+        out += edge_routes()
+    if tiers.seatmap:
+        out += seatmap_routes()
+    if tiers.capture and not tiers.seatmap and not tiers.core:
+        out.append(capture_health_route())
+    elif tiers.seatmap and not tiers.core and not tiers.edge:
+        out.append(seatmap_health_route())
+    else:
+        out.append(Route("/healthz", healthz, methods=["GET"]))
+    specs = api_specs(tiers)
+    if specs:
+        out.append(openapi_route(specs))
+    return out
+
+
+def lifespan_for(tiers: Tiers, settings: Settings, seatmap: SeatmapSettings,
+                 registry: CollectorRegistry, risk: RiskHook = no_risk,
+                 seatmap_gate: SeatmapGate | None = None) -> Lifespan:
+    """The one lifespan: shared parts, the gate, then each tier, stopped in reverse."""
+    metrics = Metrics(registry) if tiers.core or tiers.background else None
+    seatmap_metrics = (SeatmapMetrics(registry) if tiers.seatmap or tiers.capture else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        pool = await create_pool(settings, request_path=False)  # background bounds
-        task = asyncio.create_task(
-            run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch)
-        )
-        redis = background_redis(settings.redis_url) if settings.redis_url else None
-        background = [] if redis is None else await start_background(
-            pool, redis, metrics, stream_maxlen=settings.outbox_stream_maxlen,
-            retention_seconds=settings.outbox_retention_seconds, crash_at=settings.crash_at)
-        payments = build_payments(Database.from_settings(pool, settings), settings, metrics)
-        if payments is not None:
-            background.append(asyncio.create_task(
-                run_reconciler(payments, settings.reconcile_interval), name="onsale-reconciler"))
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            shared = await stack.enter_async_context(running_shared(
+                settings, tiers.needs(), app.state.shared.sessions))
+            app.state.shared = shared
+            stack.callback(setattr, app.state, "shared", unopened(settings))
+            gate: Gate | None = None
+            if tiers.gate:
+                gate = await stack.enter_async_context(running_gate(settings, shared.redis))
+            if metrics is not None:  # a worker serves no sales route: no gate, none needed
+                app.state.core = await stack.enter_async_context(running_core(
+                    shared, metrics, gate or NO_ADMISSION, api=tiers.core,
+                    background=tiers.background))
+            if tiers.edge and gate is not None:
+                status = None
+                if shared.db is not None and shared.redis is not None:
+                    status = functools.partial(capture_status, shared.db, shared.redis,
+                                               seatmap.slot)
+                app.state.edge = await stack.enter_async_context(running_edge(
+                    shared, gate, admitter=tiers.admitter, risk=risk, capture_status=status))
+            if seatmap_metrics is not None and tiers.seatmap and gate is not None:
+                app.state.seatmap = await stack.enter_async_context(running_seatmap(
+                    shared, seatmap, seatmap_metrics,
+                    gate=seatmap_gate or seatmap_admission(gate, shared.sessions)))
+            if seatmap_metrics is not None and tiers.capture:
+                app.state.capture = await stack.enter_async_context(
+                    running_capture(settings, seatmap, seatmap_metrics))
             yield
-        finally:
-            await stop_background(background)
-            if payments is not None:
-                await payments.drain()
-                await payments.client.close()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            if redis is not None:
-                await redis.aclose()
-            await pool.close()
 
-    app = Starlette(
-        routes=[Route("/metrics", metrics_endpoint), Route("/healthz", healthz)],
-        exception_handlers={HTTPException: http_exception_handler},
-        lifespan=lifespan,
-    )
-    app.state.metrics = metrics
-    return app
+    return lifespan
+
+
+@dataclass(frozen=True)
+class WebSocketLimits:
+    """What the server applies to seat-map sockets (``onsale.cli._serve``)."""
+
+    ping_interval: float = 20.0
+    max_message_bytes: int = 16
+
+
+def websocket_limits(role: str, seatmap: SeatmapSettings | None = None) -> WebSocketLimits:
+    if role not in ("dev", "seatmap"):
+        return WebSocketLimits()
+    found = seatmap or SeatmapSettings.from_env()
+    return WebSocketLimits(found.ping_interval_s, found.client_max_message_bytes)
 
 
 def build_app(role: str, settings: Settings, *,
               seatmap: SeatmapSettings | None = None) -> Starlette:
-    """``seatmap``: the ONSALE_SEATMAP_* settings (read from the environment when None)."""
-    if role == "cdc":  # the seat-map change-capture consumer, or its standby
-        return build_cdc_app(settings, seatmap or SeatmapSettings.from_env())
-    if role == "seatmap":  # the seat-map snapshot and WebSocket fan-out (needs REDIS_URL)
-        app = build_seatmap_app(settings, seatmap or SeatmapSettings.from_env(),
-                                gate=admission_gate)
-        install_admission_gate(app, settings)  # verifies the admission tokens edge signs
-        return app
-    if role == "core":  # the API, and the pages (they read the database like the API)
-        core = build_core_app(settings, sweeper=False)
-        core.router.routes[:0] = page_routes()
-        install_page_errors(core)
-        return core
-    if role == "worker":
-        return build_worker_app(settings)
-    if role == "edge":  # the waiting room and the admitter (needs REDIS_URL)
-        return build_edge_app(settings, admitter=True)
-    if role == "dev":
-        core = build_core_app(settings, sweeper=True)
-        core.router.routes[:0] = page_routes()
-        install_page_errors(core)
-        if settings.redis_url is None:  # onsale dev always has one; without it no queue
-            return core
-        mount_edge(core, settings, admitter=True)
-        # The seat map with its change capture in this process too.
-        return mount_seatmap(core, settings, seatmap or SeatmapSettings.from_env(),
-                             gate=admission_gate, consumer=True)
-    raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    """The app of a role. ``seatmap``: the ONSALE_SEATMAP_* settings (read from the
+    environment when None)."""
+    return app_for(tiers_for(role, settings), settings, seatmap=seatmap)
+
+
+def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None = None,
+            risk: RiskHook = no_risk, seatmap_gate: SeatmapGate | None = None) -> Starlette:
+    """The app of any set of tiers (a role's, or a test's). ``risk``: the edge's hook
+    for asking a suspicious join for more proof of work; ``seatmap_gate``: the seat
+    map's admission check instead of the edge's gate (tests of the fan-out alone)."""
+    registry = CollectorRegistry()
+    routes = routes_for(tiers)
+    if tiers.core or tiers.background or tiers.seatmap or tiers.capture:
+        routes.append(metrics_route(registry))
+    handlers = error_handlers()
+    served = tiers.core or tiers.edge or tiers.seatmap
+    app = Starlette(
+        routes=routes,
+        exception_handlers=page_handlers(handlers) if tiers.pages else handlers,
+        middleware=[security_middleware(settings)] if served else [],
+        lifespan=lifespan_for(tiers, settings, seatmap or SeatmapSettings.from_env(),
+                              registry, risk, seatmap_gate),
+    )
+    app.state.shared = unopened(settings)  # the settings and session codec; no I/O yet
+    return app
 
 
 def tune_gc() -> None:

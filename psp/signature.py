@@ -1,13 +1,9 @@
 """Webhook signatures: ``Psp-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "t.body")>``.
 
-Pure functions; the core imports :func:`verify` to check deliveries::
-
-    from onsale.psp.signature import SignatureError, verify
-
-    try:
-        verify(secret, raw_body, request.headers["Psp-Signature"], now=time.time())
-    except SignatureError as exc:
-        ...  # exc.reason is MALFORMED, STALE or MISMATCH
+Pure functions: the simulator signs what it delivers (``sign``); ``verify`` is its own
+check, used by its tests and tools. Core verifies deliveries with code of its own
+(``onsale.core.webhook_signature``): psp is reached only over HTTP, and the two share a
+test vector (tests/fixtures/webhook_signature.json), not code.
 
 Several ``v1=`` entries are accepted (secret rotation): one match is enough.
 """

@@ -1,4 +1,4 @@
-"""The OpenAPI path of the seat-map snapshot; ``core.openapi.document`` merges it into the
+"""The OpenAPI path of the seat-map snapshot; the composition root merges it into the
 document of any app that serves it (role seatmap, onsale dev). The WebSocket
 (``/ws/events/{event_id}/seatmap``) is outside OpenAPI: docs/seatmap-protocol.md."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onsale.core.openapi import _EVENT, _json, _problem
+from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 
 SEATMAP_PATHS: dict[str, dict[str, Any]] = {
     "/api/events/{event_id}/seatmap": {"get": {
@@ -14,15 +14,15 @@ SEATMAP_PATHS: dict[str, dict[str, Any]] = {
                    "ETag and Seatmap-Version = its version, max-age 1. Live deltas: the "
                    "WebSocket /ws/events/{event_id}/seatmap?since=VERSION "
                    "(docs/seatmap-protocol.md)",
-        "parameters": [_EVENT],
+        "parameters": [EVENT_ID],
         "responses": {
-            "200": _json("SeatmapSnapshot", "The snapshot (gzip when accepted); "
+            "200": json_body("SeatmapSnapshot", "The snapshot (gzip when accepted); "
                                             "Seatmap-Source: stream, or database while change "
                                             "capture is down (then poll at max-age)"),
             "304": {"description": "Not modified"},
-            "403": _problem("admission_required"),
-            "404": _problem("event_not_found"),
-            "503": _problem("inventory_unavailable")}}},
+            "403": problem("admission_required"),
+            "404": problem("event_not_found"),
+            "503": problem("inventory_unavailable")}}},
 }
 
 SEATMAP_SCHEMAS: dict[str, Any] = {
@@ -39,3 +39,5 @@ SEATMAP_SCHEMAS: dict[str, Any] = {
                  "description": "HELD seats as (seat id, expiry in Unix seconds) pairs, "
                                 "each number the difference from the previous pair's"}}},
 }
+
+SEATMAP_API = ApiSpec("seatmap", SEATMAP_PATHS, SEATMAP_SCHEMAS)

@@ -23,11 +23,11 @@ import gzip
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from onsale.kernel.db import Database
@@ -54,7 +54,7 @@ async def allow_all(connection: HTTPConnection, event_id: int) -> None:
 
 @dataclass
 class Seatmap:
-    """What the routes need, on ``app.state.seatmap``."""
+    """What the routes need (``seatmap_state``)."""
 
     settings: SeatmapSettings
     bus: Bus
@@ -66,14 +66,14 @@ class Seatmap:
     origins: frozenset[str] | None = None  # handshakes from other origins are refused
 
 
-def _seatmap(connection: HTTPConnection) -> Seatmap:
-    found: Seatmap = connection.app.state.seatmap
-    return found
+def seatmap_state(connection: HTTPConnection) -> Seatmap:
+    """The seat map's state in this process (set by the composition root's lifespan)."""
+    return cast(Seatmap, connection.app.state.seatmap)
 
 
 async def get_seatmap(request: Request) -> Response:
     event_id = _event_id(request)
-    sm = _seatmap(request)
+    sm = seatmap_state(request)
     await sm.gate(request, event_id)
     blob = None
     if sm.hub.live:
@@ -168,7 +168,7 @@ async def seatmap_socket(websocket: WebSocket) -> None:
     sm: Seatmap | None = None
     try:
         event_id = _event_id(websocket)
-        sm = _seatmap(websocket)
+        sm = seatmap_state(websocket)
         if not origin_allowed(websocket.headers.get("origin"), sm.origins):
             raise Problem(403, "cross_site_request",
                           detail="Seat-map sockets are accepted only from this site's pages.")
@@ -226,7 +226,7 @@ async def _serve_socket(websocket: WebSocket, sm: Seatmap, event_id: int,
         watch.cancel()
 
 
-def seatmap_routes() -> list[Any]:
+def seatmap_routes() -> list[BaseRoute]:
     return [
         Route("/api/events/{event_id}/seatmap", get_seatmap, methods=["GET"]),
         WebSocketRoute("/ws/events/{event_id}/seatmap", seatmap_socket),

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from onsale.core.seat_state import SeatState
 from onsale.seatmap.pgoutput import format_lsn, parse_lsn
 
 AVAILABLE, HELD, PAYMENT_PENDING, SOLD, BLOCKED = 0, 1, 2, 3, 4
-STATUS_CODES = {"AVAILABLE": AVAILABLE, "HELD": HELD, "PAYMENT_PENDING": PAYMENT_PENDING,
-                "SOLD": SOLD, "BLOCKED": BLOCKED}
+STATUS_CODES: dict[str, int] = {
+    SeatState.AVAILABLE: AVAILABLE, SeatState.HELD: HELD,
+    SeatState.PAYMENT_PENDING: PAYMENT_PENDING, SeatState.SOLD: SOLD, SeatState.BLOCKED: BLOCKED}
 _DIGIT = 0x30  # status codes are stored as the ASCII digits "0".."4"
 _ABSENT = _DIGIT + BLOCKED  # a gap in the seat ids reads as not for sale
 

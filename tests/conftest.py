@@ -19,9 +19,8 @@ import httpx
 import pytest
 import redis.asyncio
 
-from onsale.core.app import build_core_app
+from onsale.compose import Tiers, app_for
 from onsale.core.migrate import migrate
-from onsale.edge.app import mount_edge
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
 from onsale.kernel.config import Settings
 from onsale.kernel.db import init_connection
@@ -207,7 +206,7 @@ class Api:
         cookies = {}
         auth = None
         if account_id is not None:
-            cookies[self.app.state.sessions.cookie_name] = self.session_cookie(account_id)
+            cookies[self.app.state.shared.sessions.cookie_name] = self.session_cookie(account_id)
             if admit:
                 auth = Admit(self.admissions, account_id)
         return httpx.AsyncClient(transport=self.transport, base_url="http://test",
@@ -216,7 +215,7 @@ class Api:
     def session_cookie(self, account_id: uuid.UUID) -> str:
         """A live session of the account (its record written to Valkey), one per
         account for this Api, like a browser that stays signed in."""
-        settings = self.sessions_settings or self.app.state.settings
+        settings = self.sessions_settings or self.app.state.shared.settings
         key = (settings.redis_url, account_id)
         if key not in self._sessions:
             self._sessions[key] = mint_cookie(settings, account_id)
@@ -261,10 +260,10 @@ class Api:
 
 
 def build_api_app(settings: Settings, *, admitter: bool = False, risk: Any = None) -> Any:
-    """Core with the edge routes mounted, as ``onsale dev`` serves them."""
+    """Core and the edge in one process, as ``onsale dev`` serves them (no background
+    work, no pages)."""
     extra = {"risk": risk} if risk is not None else {}
-    return mount_edge(build_core_app(settings, sweeper=False), settings, admitter=admitter,
-                      **extra)
+    return app_for(Tiers(core=True, edge=True, admitter=admitter), settings, **extra)
 
 
 @pytest.fixture

@@ -17,13 +17,13 @@ from typing import Any
 import asyncpg
 from redis.asyncio import Redis
 
-from onsale.seatmap.app import running_consumer
 from onsale.seatmap.bus import Bus, stream_key
 from onsale.seatmap.cdc import Consumer
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.sequencer import Entry, parse_stream_entry
 from onsale.seatmap.snapshot import HELD, SeatMap, visible
+from onsale.seatmap.tier import running_capture
 from tests.conftest import make_settings
 
 EVENT_SQL = """INSERT INTO events (name, starts_at, onsale_at, hold_ttl_seconds,
@@ -46,7 +46,7 @@ async def consumer(db_url: str, redis_url: str, settings: SeatmapSettings,
     """An in-process consumer; the slot is dropped when the block ends (unless kept)."""
     core = make_settings(db_url, redis_url=redis_url)
     try:
-        async with running_consumer(core, settings, metrics or SeatmapMetrics()) as c:
+        async with running_capture(core, settings, metrics or SeatmapMetrics()) as c:
             yield c
     finally:
         if not keep_slot:

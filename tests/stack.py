@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 
-from onsale.core.app import build_payments
 from onsale.core.metrics import Metrics
 from onsale.core.payments import Payments
+from onsale.core.tier import build_payments
 from onsale.embedded import EmbeddedValkey, free_port, start_valkey
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.sessions import COOKIE

@@ -1,12 +1,12 @@
 """The operator console (docs/console.md): sign-in with the admin token, the
 event list, one event's live dashboard, and the fairness lab.
 
-The pages themselves carry nothing secret (the event list is public, as in
-``GET /api/events``); every operator figure and action comes from the
-``/api/ops/...`` routes, called by the page's JavaScript with the token the
-operator pasted, kept in the tab's sessionStorage and sent as
-``Authorization: Bearer`` (``web/static/js/ops.js``). The pages are mounted
-under ``/ops`` (a Mount, so ``/ops`` redirects to ``/ops/``).
+The pages themselves carry nothing secret (the event list is public: the
+documents of ``GET /api/events``, from ``core/read_model.py``); every operator
+figure and action comes from the ``/api/ops/...`` routes, called by the page's
+JavaScript with the token the operator pasted, kept in the tab's sessionStorage
+and sent as ``Authorization: Bearer`` (``web/static/js/ops.js``). The pages are
+mounted under ``/ops`` (a Mount, so ``/ops`` redirects to ``/ops/``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from onsale.core.queries import queries
-from onsale.kernel.db import Database
+from onsale.core.read_model import event_listing
 from onsale.kernel.inputs import int_path, parse_id
 from onsale.kernel.problems import Problem
+from onsale.kernel.shared import shared
+from onsale.kernel.timefmt import parse_utc_iso
 from onsale.web.templating import render
 
 POLICY_WORDS = {
@@ -39,29 +40,30 @@ def when(value: datetime | None) -> str:
     return f"{v:%a} {v.day} {v:%b %Y}, {v:%H:%M} UTC"
 
 
-def event_view(row: Any, now: datetime) -> dict[str, Any]:
-    onsale = row["onsale_at"]
+def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """An event document (``GET /api/events/{event_id}``) in the console's words,
+    judged by ``now`` (the database's clock)."""
+    onsale = parse_utc_iso(doc["onsale_at"])
+    starts = parse_utc_iso(doc["starts_at"])
+    policy = doc["queue"]["policy"]
+    prequeue = doc["queue"]["prequeue_at"]
+    prequeue_at = parse_utc_iso(prequeue) if prequeue else None
     return {
-        "event_id": row["event_id"], "name": row["name"], "venue_name": row["venue_name"],
-        "seat_count": row["seat_count"], "policy": row["queue_policy"],
-        "policy_words": POLICY_WORDS.get(row["queue_policy"], row["queue_policy"]),
-        "onsale_when": when(onsale), "starts_when": when(row["starts_at"]),
-        "prequeue_when": when(row["prequeue_at"]) if row["prequeue_at"] else
-        "as soon as the event exists",
-        "sale_open": now >= onsale, "over": now >= row["starts_at"],
-        "max_tickets_per_account": row["max_tickets_per_account"],
+        "event_id": doc["event_id"], "name": doc["name"], "venue_name": doc["venue_name"],
+        "seat_count": doc["seat_count"], "policy": policy,
+        "policy_words": POLICY_WORDS.get(policy, policy),
+        "onsale_when": when(onsale), "starts_when": when(starts),
+        "prequeue_when": when(prequeue_at) if prequeue_at else "as soon as the event exists",
+        "sale_open": now >= onsale, "over": now >= starts,
+        "max_tickets_per_account": doc["max_tickets_per_account"],
         "onsale_iso": onsale.astimezone(UTC).isoformat(),
-        "prequeue_seconds": int((onsale - row["prequeue_at"]).total_seconds())
-        if row["prequeue_at"] else 0,
+        "prequeue_seconds": int((onsale - prequeue_at).total_seconds()) if prequeue_at else 0,
     }
 
 
 async def _events(request: Request, event_id: int | None = None) -> list[dict[str, Any]]:
-    db: Database = request.app.state.db
-    async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["events"], event_id)
-        now = await conn.fetchval("SELECT now()")
-    return [event_view(r, now) for r in rows]
+    listing = await event_listing(shared(request).database, event_id)
+    return [event_view(doc, listing.now) for doc in listing.events]
 
 
 async def signin_page(request: Request) -> Response:

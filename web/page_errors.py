@@ -6,8 +6,8 @@ answers, as do clients that do not ask for HTML (curl, fetch)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -48,9 +48,12 @@ def as_page(api_handler: Handler) -> Handler:
     return handler
 
 
-def install(app: Starlette) -> None:
-    """Wrap the app's exception handlers (before it starts serving)."""
+def page_handlers(handlers: dict[Any, Any]) -> dict[Any, Any]:
+    """An app's exception handlers, those that answer with a problem answering pages
+    with a page (the composition root builds the app with them)."""
+    out = dict(handlers)
     for key in (HTTPException, Problem, Exception):
-        found = app.exception_handlers.get(key)
+        found = out.get(key)
         if found is not None:
-            app.exception_handlers[key] = as_page(found)
+            out[key] = as_page(found)
+    return out

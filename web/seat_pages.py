@@ -18,39 +18,41 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from onsale.core.checkout import read_order
-from onsale.core.events import event_json
-from onsale.core.holds import hold_json
-from onsale.core.queries import queries
-from onsale.kernel.db import Database
+from onsale.core.hold_state import HoldState
+from onsale.core.payment_state import PaymentStatus
+from onsale.core.read_model import event_document, hold_document, order_document
 from onsale.kernel.inputs import parse_id, parse_uuid
 from onsale.kernel.problems import Problem
+from onsale.kernel.shared import shared
 from onsale.kernel.timefmt import utc_iso
 from onsale.web.templating import problem_page, render, signed_in_account
 
 # What the shopper reads for each payment status of an order (docs/api.md).
 PAYMENT_WORDS: dict[str, str] = {
-    "PENDING": "We are waiting for your payment.",
-    "REQUIRES_ACTION": "Your bank needs you to confirm this payment.",
-    "UNKNOWN": "Your payment is being confirmed with the bank. Your seats are kept meanwhile.",
-    "AUTHORIZED": "Your payment is authorized. We are finishing your order.",
-    "CAPTURED": "Paid. Your tickets are below.",
-    "DECLINED": "Your card was declined. You can try another card while your hold lasts.",
-    "VOIDED": "This payment was cancelled and you were not charged.",
-    "CAPTURE_FAILED": "The payment could not be completed, so the order was cancelled. "
-                      "You were not charged.",
-    "FAILED": "The payment did not complete in time, so the seats were released.",
+    PaymentStatus.PENDING: "We are waiting for your payment.",
+    PaymentStatus.REQUIRES_ACTION: "Your bank needs you to confirm this payment.",
+    PaymentStatus.UNKNOWN:
+        "Your payment is being confirmed with the bank. Your seats are kept meanwhile.",
+    PaymentStatus.AUTHORIZED: "Your payment is authorized. We are finishing your order.",
+    PaymentStatus.CAPTURED: "Paid. Your tickets are below.",
+    PaymentStatus.DECLINED:
+        "Your card was declined. You can try another card while your hold lasts.",
+    PaymentStatus.VOIDED: "This payment was cancelled and you were not charged.",
+    PaymentStatus.CAPTURE_FAILED: "The payment could not be completed, so the order was "
+                                  "cancelled. You were not charged.",
+    PaymentStatus.FAILED: "The payment did not complete in time, so the seats were released.",
 }
 # Payment statuses after which nothing changes by itself (DECLINED waits for
 # the shopper to try another card).
-FINAL = frozenset({"CAPTURED", "DECLINED", "VOIDED", "CAPTURE_FAILED", "FAILED"})
+FINAL = frozenset({PaymentStatus.CAPTURED, PaymentStatus.DECLINED, PaymentStatus.VOIDED,
+                   PaymentStatus.CAPTURE_FAILED, PaymentStatus.FAILED})
 
 HOLD_WORDS: dict[str, str] = {
-    "HELD": "These seats are held for you until the time runs out.",
-    "PAYMENT_PENDING": "A payment for these seats is already in progress.",
-    "CONFIRMED": "These seats have already been paid for.",
-    "RELEASED": "This hold was released. Please choose seats again.",
-    "EXPIRED": "Your hold on these seats has expired. Please choose seats again.",
+    HoldState.HELD: "These seats are held for you until the time runs out.",
+    HoldState.PAYMENT_PENDING: "A payment for these seats is already in progress.",
+    HoldState.CONFIRMED: "These seats have already been paid for.",
+    HoldState.RELEASED: "This hold was released. Please choose seats again.",
+    HoldState.EXPIRED: "Your hold on these seats has expired. Please choose seats again.",
 }
 
 # The payment simulator's test cards (docs/psp.md), shown as hints.
@@ -83,7 +85,7 @@ def is_final(order: dict[str, Any]) -> bool:
     """Whether the order page can stop following the order: its payment is
     final and, once paid, its tickets are there."""
     status = str(order["payment_status"])
-    return status in FINAL and (status != "CAPTURED" or bool(order["tickets"]))
+    return status in FINAL and (status != PaymentStatus.CAPTURED or bool(order["tickets"]))
 
 
 def _uuid(value: str) -> uuid.UUID | None:
@@ -98,14 +100,9 @@ async def seat_map_page(request: Request) -> Response:
     if await signed_in_account(request) is None:
         return _sign_in(request)
     event_id = parse_id(request.path_params["event_id"])
-    row = None
-    if event_id is not None:
-        db: Database = request.app.state.db
-        async with db.connection() as conn:
-            row = await conn.fetchrow(queries("events")["events"], event_id)
-    if row is None:
+    event = None if event_id is None else await event_document(shared(request).database, event_id)
+    if event is None:
         return await problem_page(request, 404, "event_not_found", title="Event not found")
-    event = event_json(row)
     page = {"event": event, "queue_url": f"/events/{event_id}/queue"}
     return await render(request, "seats/map.html", event=event, page=page)
 
@@ -115,14 +112,10 @@ async def checkout_page(request: Request) -> Response:
     if account is None:
         return _sign_in(request)
     hold_id = _uuid(request.path_params["hold_id"])
-    row = None
-    if hold_id is not None:
-        db: Database = request.app.state.db
-        async with db.connection() as conn:
-            row = await conn.fetchrow(queries("holds")["get_hold"], hold_id, account)
-    if row is None:
+    hold = None if hold_id is None else await hold_document(shared(request).database, hold_id,
+                                                            account)
+    if hold is None:
         return await problem_page(request, 404, "hold_not_found", title="Seats not found")
-    hold = hold_json(row)
     page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "now": utc_iso(datetime.now(UTC)),  # the countdown corrects the browser's clock
             "seats_url": f"/events/{hold['event_id']}/seats",
@@ -142,8 +135,8 @@ async def order_page(request: Request) -> Response:
     order = None
     if order_id is not None:
         try:
-            order = await read_order(request.app.state.db, order_id, account)
-        except Problem:
+            order = await order_document(shared(request).database, order_id, account)
+        except Problem:  # as before: a page that cannot read the order says it is not found
             order = None
     if order is None:
         return await problem_page(request, 404, "order_not_found", title="Order not found")

@@ -1,8 +1,8 @@
 """The shopper's pages before the seat map: sign up, sign in, sign out, the
 event list, one event, and its waiting room (docs/web.md).
 
-The pages read events with the same query as ``GET /api/events`` and shape
-them with the same ``event_json``; everything that changes while a page is
+The pages read events through the same read model as ``GET /api/events``
+(``core/read_model.py``: the same documents); everything that changes while a page is
 open (queue position, admission) comes from the JSON API, called by the
 page's JavaScript (``web/static/js/account.js``, ``queue.js``).
 """
@@ -18,15 +18,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from onsale.core.events import event_json
-from onsale.core.queries import queries
+from onsale.core.read_model import event_document, event_documents
 from onsale.edge.tokens import ticket_cookie
-from onsale.kernel.config import Settings
 from onsale.kernel.cookies import settings_cookie_policy
-from onsale.kernel.db import Database
 from onsale.kernel.inputs import parse_id
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import Sessions
+from onsale.kernel.shared import shared
 from onsale.web.templating import problem_page, render, signed_in_account
 
 ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
@@ -102,12 +99,10 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 # ---- data ------------------------------------------------------------------
 
-async def _events(request: Request, event_id: int | None) -> list[dict[str, Any]]:
-    db: Database = request.app.state.db
-    async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["events"], event_id)
+async def _events(request: Request) -> list[dict[str, Any]]:
+    docs = await event_documents(shared(request).database)
     now = datetime.now(UTC)
-    return [event_view(event_json(r), now) for r in rows]
+    return [event_view(doc, now) for doc in docs]
 
 
 def _event_id(request: Request) -> int | None:
@@ -117,19 +112,20 @@ def _event_id(request: Request) -> int | None:
 async def _one_event(request: Request) -> dict[str, Any] | Response:
     event_id = _event_id(request)
     try:
-        found = await _events(request, event_id) if event_id is not None else []
+        doc = None if event_id is None else await event_document(shared(request).database,
+                                                                 event_id)
     except Problem as problem:
         return await problem_page(request, problem.status, problem.code)
-    if not found:
+    if doc is None:
         return await problem_page(request, 404, "event_not_found")
-    return found[0]
+    return event_view(doc, datetime.now(UTC))
 
 
 # ---- pages -----------------------------------------------------------------
 
 async def event_list(request: Request) -> Response:
     try:
-        events = await _events(request, None)
+        events = await _events(request)
     except Problem as problem:
         return await problem_page(request, problem.status, problem.code)
     return await render(request, "shop/events.html", events=events)
@@ -160,10 +156,7 @@ async def waiting_room(request: Request) -> Response:
 
 def _cookie_prefix(request: Request) -> str:
     """The queue-ticket cookie's name prefix, as ``edge.routes`` sets it."""
-    settings: Settings | None = getattr(request.app.state, "settings", None)
-    if settings is None:
-        return ""
-    return settings_cookie_policy(settings).prefix
+    return settings_cookie_policy(shared(request).settings).prefix
 
 
 async def signin_page(request: Request) -> Response:
@@ -179,7 +172,7 @@ async def signup_page(request: Request) -> Response:
 async def signout(request: Request) -> Response:
     """End this session (every copy of its cookie) and go home: the API's
     ``DELETE /api/session`` does the same for scripts."""
-    sessions: Sessions = request.app.state.sessions
+    sessions = shared(request).sessions
     await sessions.revoke(sessions.token(request))  # 503 page if it cannot be revoked
     response = RedirectResponse("/", status_code=303)
     sessions.clear_cookie(response)

@@ -1,5 +1,7 @@
 -- 0001: accounts, events, venue layout, seat inventory, holds, orders, outbox.
 -- The authoritative inventory lives here and nowhere else (docs/architecture.md).
+-- Migrations hold tables, columns, constraints, indexes and data changes; the
+-- functions that decide on them are core/sql/functions/*.sql, applied after.
 
 CREATE TABLE accounts (
     account_id    uuid PRIMARY KEY DEFAULT uuidv7(),
@@ -114,8 +116,10 @@ CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
 -- Every time a held seat leaves its hold other than by sale: released by its
 -- owner, expired by the sweeper, or reclaimed by a newer hold after the
--- deadline. The row's state before the change is kept, so invariant 4 (an
--- expiry action changes only its own, expired hold) is audited from this.
+-- deadline; and, since checkout, a seat in payment freed because the payment
+-- failed, or a sold seat put back on sale by a compensation. The row's state
+-- before the change is kept, so invariant 4 (an expiry action changes only
+-- its own, expired hold) is audited from this.
 CREATE TABLE hold_releases (
     release_id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     hold_id          uuid NOT NULL,
@@ -124,7 +128,9 @@ CREATE TABLE hold_releases (
     prior_hold_id    uuid,
     prior_status     text NOT NULL,
     prior_expires_at timestamptz,
-    reason           text NOT NULL CHECK (reason IN ('expired', 'released', 'reclaimed')),
+    reason           text NOT NULL
+                     CHECK (reason IN ('expired', 'released', 'reclaimed', 'payment_failed',
+                                       'compensated')),
     released_at      timestamptz NOT NULL DEFAULT now()
 );
 

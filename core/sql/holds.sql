@@ -15,9 +15,6 @@ SELECT onsale_release($1, $2);
 -- name: sweep
 SELECT holds_expired, seats_released FROM onsale_sweep($1);
 
--- name: expire_hold
-SELECT onsale_expire_hold($1);
-
 -- name: sweep_backlog
 SELECT count(*) AS backlog,
        coalesce(extract(epoch FROM now() - min(expires_at)), 0)::float8 AS oldest_age

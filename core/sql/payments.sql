@@ -38,9 +38,6 @@ SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_m
 FROM orders o JOIN holds h ON h.hold_id = o.hold_id
 WHERE o.order_id = $1 AND o.account_id = $2;
 
--- name: orders_for_account
-SELECT o.order_id FROM orders o WHERE o.account_id = $1 ORDER BY o.created_at DESC LIMIT 50;
-
 -- name: record_webhook
 INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, payload)
 VALUES ($1, $2, $3, $4, $5)

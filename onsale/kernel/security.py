@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onsale.kernel.config import Settings
@@ -98,7 +98,6 @@ def security_options(settings: Settings) -> dict[str, Any]:
             "csp": page_policy(origins)}
 
 
-def install(app: Starlette, settings: Settings) -> Starlette:
-    """Put the middleware in front of ``app``'s routes (before it starts serving)."""
-    app.add_middleware(SecurityMiddleware, **security_options(settings))
-    return app
+def security_middleware(settings: Settings) -> Middleware:
+    """The middleware in front of an app's routes (pass it to ``Starlette``)."""
+    return Middleware(SecurityMiddleware, **security_options(settings))

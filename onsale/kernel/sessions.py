@@ -31,6 +31,7 @@ from onsale.kernel.cookies import CookiePolicy, settings_cookie_policy
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_cache import SessionCache, Verdict
 from onsale.kernel.session_store import SESSIONS_DOWN, Store
+from onsale.kernel.shared import shared
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -77,7 +78,7 @@ class SessionCodec:
 
 
 class Sessions:
-    """``app.state.sessions``. ``store`` is attached in the app's lifespan
+    """The process's sessions (``Shared.sessions``). ``store`` is attached in the lifespan
     (it needs the Redis connection); until then, or without REDIS_URL, every
     operation that needs a record answers 503 ``session_unavailable``."""
 
@@ -204,7 +205,7 @@ def build_sessions(settings: Settings) -> Sessions:
 async def account_of(connection: HTTPConnection) -> uuid.UUID | None:
     """The account of a live session cookie, or None (pages send such visitors
     to sign in); 503 ``session_unavailable`` when sessions cannot be checked."""
-    sessions: Sessions = connection.app.state.sessions
+    sessions = shared(connection).sessions
     return await sessions.account(sessions.token(connection))
 
 
@@ -223,7 +224,7 @@ def signed_account(connection: HTTPConnection) -> uuid.UUID:
     (docs/edge.md): it shows the caller its own place, and what it may hand
     out (an admission token) is only accepted together with a live session
     (holds, checkout and the seat map use ``current_account``)."""
-    sessions: Sessions = connection.app.state.sessions
+    sessions = shared(connection).sessions
     token = sessions.token(connection)
     ref = sessions.codec.decode(token) if token else None
     if ref is None:
@@ -232,7 +233,7 @@ def signed_account(connection: HTTPConnection) -> uuid.UUID:
 
 
 def require_admin(request: Request) -> None:
-    expected: str = request.app.state.settings.admin_token
+    expected = shared(request).settings.admin_token
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):

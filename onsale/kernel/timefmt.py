@@ -11,3 +11,8 @@ from datetime import UTC, datetime
 
 def utc_iso(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_utc_iso(value: str) -> datetime:
+    """The inverse of ``utc_iso``: an aware datetime in UTC."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)

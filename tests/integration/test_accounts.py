@@ -90,7 +90,7 @@ async def accounts_api(db_url: str, valkey: EmbeddedValkey,
     app = build_api_app(make_settings(db_url, redis_url=valkey.url, **limits))
     async with app.router.lifespan_context(app):
         clock = Clock()
-        app.state.throttle.clock = clock
+        app.state.core.throttle.clock = clock
         yield Api(app), clock
 
 
@@ -179,10 +179,10 @@ async def test_a_full_hashing_pool_refuses_sign_ins_but_not_holds(
                                                     "password": "correct horse"})
             assert r.status_code == 201
         release = threading.Event()
-        busy = asyncio.ensure_future(api.app.state.passwords.run(release.wait, 30))
+        busy = asyncio.ensure_future(api.app.state.core.passwords.run(release.wait, 30))
         try:
             await asyncio.sleep(0)  # the job takes the pool's only slot
-            assert api.app.state.passwords.pending == 1
+            assert api.app.state.core.passwords.pending == 1
             async with from_ip(api, "192.0.2.2") as c:
                 r = await signin(c, "p@example.com", "correct horse")
                 assert (r.status_code, r.json()["code"]) == (503, "sign_in_busy")

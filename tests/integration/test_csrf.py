@@ -14,9 +14,8 @@ import httpx
 import pytest
 import redis.asyncio
 
+from onsale.compose import Tiers, app_for
 from onsale.embedded import EmbeddedValkey
-from onsale.web.page_errors import install as install_page_errors
-from onsale.web.pages import page_routes
 from tests.conftest import ADMIN_TOKEN, Api, build_api_app, hold, make_settings
 
 SITE = "http://127.0.0.1:8000"  # make_settings' public URL (the Settings default)
@@ -25,11 +24,14 @@ EVIL = {"Origin": "https://evil.example"}
 PASSWORD = "correct horse battery"
 
 
-def with_pages(api: Api) -> Api:
-    """The pages in front, as the core and dev roles serve them."""
-    api.app.router.routes[:0] = page_routes()
-    install_page_errors(api.app)
-    return api
+@pytest.fixture
+async def api(db_url: str, valkey: EmbeddedValkey,
+              redis_client: redis.asyncio.Redis) -> AsyncIterator[Api]:
+    """Core and the edge with the pages in front, as the dev role serves them."""
+    app = app_for(Tiers(core=True, edge=True, pages=True),
+                  make_settings(db_url, redis_url=valkey.url))
+    async with app.router.lifespan_context(app):
+        yield Api(app)
 
 
 def refused(r: httpx.Response) -> bool:
@@ -96,7 +98,6 @@ async def test_foreign_sign_in_and_sign_out_are_refused(api: Api) -> None:
 
 
 async def test_the_page_sign_out_form_is_checked_too(api: Api, conn: Any) -> None:
-    with_pages(api)
     async with api.client(await api.account(conn)) as c:
         r = await c.post("/signout", headers={**EVIL, "Accept": "text/html"})
         assert refused(r)
@@ -188,7 +189,6 @@ async def test_operator_routes_refuse_foreign_pages_and_take_the_token_as_a_head
 # ---- headers --------------------------------------------------------------------------
 
 async def test_pages_carry_the_page_policy(api: Api, conn: Any) -> None:
-    with_pages(api)
     event_id = await api.create_event()
     async with api.client(await api.account(conn)) as c:
         for path in ("/", f"/events/{event_id}", "/signin", f"/events/{event_id}/seats",
@@ -264,7 +264,6 @@ async def test_the_allowed_origins_setting_admits_another_site(
 # ---- small holes: non-ASCII digits, the favicon ------------------------------------------
 
 async def test_non_ascii_digit_ids_are_404_not_500(api: Api, conn: Any) -> None:
-    with_pages(api)
     ids = [await api.create_event(seats=5) for _ in range(3)]
     account = await api.account(conn)
     # '²'.isdigit() is true and int('²') raises; int('٣') (Arabic-Indic) is 3.
@@ -302,7 +301,6 @@ async def test_non_ascii_digit_ids_are_404_not_500(api: Api, conn: Any) -> None:
 
 
 async def test_the_favicon(api: Api) -> None:
-    with_pages(api)
     async with api.client() as c:
         icon = await c.get("/favicon.ico")
         svg = await c.get("/static/favicon.svg")

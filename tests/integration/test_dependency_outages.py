@@ -169,7 +169,7 @@ async def test_the_seat_map_answers_503_fast_while_valkey_is_stopped(
         seatmap = build_app("seatmap", make_settings(db_url, redis_url=valkey.url, **FAIL_FAST),
                             seatmap=seatmap_settings())
         async with running(edge) as api, running(seatmap) as maps:
-            maps.sessions_settings = api.app.state.settings
+            maps.sessions_settings = api.app.state.shared.settings
             event_id = await api.create_event(seats=40)
             (alice,) = await new_accounts(conn, 1)
             shopper = Visitor(api, alice, event_id)

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis.asyncio
 
-from onsale.core.app import build_core_app
+from onsale.compose import Tiers, app_for
 from onsale.core.health import HEALTH_KEY
 from onsale.edge.queue_store import Fenced
 from onsale.embedded import EmbeddedValkey
@@ -113,7 +113,7 @@ async def test_admission_pauses_while_core_is_unhealthy_and_resumes(
         answer = (await waiting[0].poll()).json()
         assert answer["state"] == "paused" and answer["place"] == waiting[0].last["place"]
         # Core comes back (a core process starts and reports again).
-        core = build_core_app(settings, sweeper=False)
+        core = app_for(Tiers(core=True), settings)
         async with core.router.lifespan_context(core):
             await tick_until(admitter, lambda: _more(admitter, frozen))
             state = await redis_client.hget(keys(event_id).status, "state")

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import redis.asyncio
 
-from onsale.core.app import build_core_app
+from onsale.compose import Tiers, app_for
 from onsale.edge.tokens import AdmissionCodec, admission_keys
 from onsale.embedded import EmbeddedValkey
 from onsale.kernel.session_store import SessionStore
@@ -129,7 +129,7 @@ async def test_an_idle_session_ends_and_its_token_with_it(
         async def swept() -> bool:
             return await redis_client.hget(keys(event_id).stats, "expired") == b"1"
         await tick_until(admitter, swept)
-        api.app.state.gate.forget(event_id, alice)
+        api.app.state.core.admission.forget(event_id, alice)
         refused(await hold_with(api, alice, event_id, shopper.token, [1]), "admission_expired")
         await refresh(api)
         again = await shopper.join()  # passthrough: entering again starts a new session
@@ -140,7 +140,7 @@ async def test_an_idle_session_ends_and_its_token_with_it(
 async def test_core_without_redis_checks_signatures_then_fails_closed(
         db_url: str, conn: Any, valkey: EmbeddedValkey,
         redis_client: redis.asyncio.Redis) -> None:
-    app = build_core_app(make_settings(db_url), sweeper=False)  # REDIS_URL unset
+    app = app_for(Tiers(core=True), make_settings(db_url))  # REDIS_URL unset
     async with app.router.lifespan_context(app):
         api = Api(app)
         event_id = await api.create_event(seats=10)
@@ -151,7 +151,7 @@ async def test_core_without_redis_checks_signatures_then_fails_closed(
             503, "session_unavailable")
         assert no_sessions.headers["retry-after"] == "1"
         # Sessions in a Valkey of their own; the gate still has no waiting room.
-        app.state.sessions.attach(SessionStore(redis_client))
+        app.state.shared.sessions.attach(SessionStore(redis_client))
         api.sessions_settings = make_settings(db_url, redis_url=valkey.url)
         good = AdmissionCodec(KEYS, 600).issue(event_id, alice, "s1")
         refused(await hold_with(api, alice, event_id, None, [1]), "admission_required")
@@ -168,7 +168,7 @@ async def test_core_alone_refuses_a_request_that_bypassed_the_edge(
         conn: Any) -> None:
     """A signed token whose session the waiting room never created (a leaked
     key, or a replay after Redis lost it) is refused by core."""
-    app = build_core_app(make_settings(db_url, redis_url=valkey.url), sweeper=False)
+    app = app_for(Tiers(core=True), make_settings(db_url, redis_url=valkey.url))
     async with app.router.lifespan_context(app):
         api = Api(app)
         event_id = await api.create_event(seats=10)

@@ -9,7 +9,8 @@ from typing import Any
 
 import redis.asyncio
 
-from onsale.edge.draw import commitment, draw_order, merge_pages, verify_document
+from onsale.core.draw_seed import commitment
+from onsale.edge.draw import draw_order, merge_pages, verify_document
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import ADMIN_TOKEN
 from tests.integration.edge_support import (

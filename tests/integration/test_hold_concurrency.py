@@ -108,7 +108,7 @@ async def test_overlapping_sets_in_different_orders(
         for _, body in won:
             await conn.execute("SELECT onsale_release($1, account_id) FROM holds "
                                "WHERE hold_id = $1", uuid.UUID(body["hold_id"]))
-    deadlocks = api.app.state.metrics.deadlock_retries._value.get()
+    deadlocks = api.app.state.core.metrics.deadlock_retries._value.get()
     assert deadlocks == 0  # ordered locking: no deadlock even needed retrying
 
 

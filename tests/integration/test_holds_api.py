@@ -168,14 +168,14 @@ async def test_database_down_is_503_never_a_guess(
             event_id = await api.create_event(seats=10)
             account = await api.account(conn)
         headers = await api.admit(account, event_id)  # admitted before the outage
-        await app.state.db.pool.close()  # the database becomes unreachable
+        await app.state.core.db.pool.close()  # the database becomes unreachable
         async with api.client(account, admit=False) as c:
             r = await c.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]},
                              headers={**headers, "Idempotency-Key": "k"})
         assert r.status_code == 503
         assert r.json()["code"] == "inventory_unavailable"
         assert r.headers["retry-after"] == "1"
-        app.state.db.pool.terminate()
+        app.state.core.db.pool.terminate()
 
 
 async def test_holds_before_the_sale_opens_are_refused(api: Api, conn: Any) -> None:

@@ -1,5 +1,5 @@
 """onsale_payment_apply on its own (no provider): authorizations that must not
-be sold are voided and their seats freed at once (migration 0008)."""
+be sold are voided and their seats freed at once."""
 
 from __future__ import annotations
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import redis.asyncio
 
+from onsale.compose import Tiers, app_for
 from onsale.embedded import EmbeddedValkey, free_port
-from onsale.seatmap.app import build_seatmap_app
 from onsale.seatmap.bus import META, Bus
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.pgoutput import format_lsn
+from onsale.seatmap.routes import allow_all
 from tests.conftest import make_settings
 from tests.seatmap_support import (
     Viewer,
@@ -71,7 +72,8 @@ async def test_kill_9_mid_stream_loses_and_duplicates_nothing(
     writer = Writer(event_id, 400)
     procs: list[Process] = []
     stop = asyncio.Event()
-    app = build_seatmap_app(make_settings(db_url, redis_url=valkey.url), settings)
+    app = app_for(Tiers(seatmap=True), make_settings(db_url, redis_url=valkey.url),
+                  seatmap=settings, seatmap_gate=allow_all)
     try:
         proc, _ = start_cdc(db_url, valkey.url, settings)
         procs.append(proc)

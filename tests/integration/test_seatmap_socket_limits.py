@@ -154,7 +154,7 @@ async def test_signing_out_closes_the_socket(
             await asyncio.sleep(1.5)
             assert not await socket.closed()  # admitted and signed in: it stays open
             # Carol signs out (another process: the API's); the seat map notices.
-            await api.app.state.sessions.revoke(api.session_cookie(carol))
+            await api.app.state.shared.sessions.revoke(api.session_cookie(carol))
             await eventually(socket.closed, within=10)
             assert (socket.code, socket.reason) == (CLOSE_EXPIRED, "authentication_required")
             await socket.close()

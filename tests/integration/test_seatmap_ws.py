@@ -15,12 +15,13 @@ import pytest
 import redis.asyncio
 from prometheus_client import generate_latest
 
+from onsale.compose import Tiers, app_for
 from onsale.embedded import EmbeddedValkey
 from onsale.kernel.problems import Problem
-from onsale.seatmap.app import build_seatmap_app
 from onsale.seatmap.bus import META, VERSIONS, Bus
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.pgoutput import format_lsn
+from onsale.seatmap.routes import allow_all
 from onsale.seatmap.sequencer import replay
 from onsale.seatmap.snapshot import SeatMap, decode
 from tests.conftest import make_settings
@@ -44,7 +45,7 @@ async def seatmap_stack(db_url: str, valkey: EmbeddedValkey, settings: SeatmapSe
                         cdc: bool = True, sndbuf: int | None = None,
                         gate: Any = None) -> AsyncIterator[tuple[str, Any]]:
     core = make_settings(db_url, redis_url=valkey.url)
-    app = build_seatmap_app(core, settings, **({"gate": gate} if gate else {}))
+    app = app_for(Tiers(seatmap=True), core, seatmap=settings, seatmap_gate=gate or allow_all)
     async with contextlib.AsyncExitStack() as stack:
         if cdc:
             await stack.enter_async_context(consumer(db_url, valkey.url, settings))
@@ -184,7 +185,7 @@ async def test_a_slow_client_is_cut_off_without_delaying_others(
 
 
 def _metric(app: Any, name: str) -> float:
-    text = generate_latest(app.state.metrics.registry).decode()
+    text = generate_latest(app.state.core.metrics.registry).decode()
     found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     return float(found[1]) if found else 0.0
 
@@ -320,7 +321,7 @@ async def test_an_invalidated_slot_means_a_rebuild_and_clients_reload(
     writer = Writer(event_id, 80)
     settings = seatmap_settings()
     core = make_settings(db_url, redis_url=valkey.url)
-    app = build_seatmap_app(core, settings)
+    app = app_for(Tiers(seatmap=True), core, seatmap=settings, seatmap_gate=allow_all)
     async with serving(app) as address:
         async with consumer(db_url, valkey.url, settings, keep_slot=True):
             await eventually(lambda: latest(redis_client, conn, event_id))

@@ -53,7 +53,7 @@ async def me(api: Api, cookie: str) -> httpx.Response:
 
 
 def session_id(api: Api, cookie: str) -> str:
-    ref = api.app.state.sessions.codec.decode(cookie)
+    ref = api.app.state.shared.sessions.codec.decode(cookie)
     assert ref is not None
     return str(ref.session_id)
 
@@ -139,7 +139,7 @@ async def test_signing_in_issues_a_new_session_id_and_revokes_the_planted_one(
     assert session_id(api, again) != session_id(api, fresh)
     assert (await me(api, fresh)).status_code == 401
     ttl = await redis_client.pttl(record_key(uuid.UUID(victim_id), session_id(api, again)))
-    assert 0 < ttl <= api.app.state.settings.session_max_age * 1000
+    assert 0 < ttl <= api.app.state.shared.settings.session_max_age * 1000
     assert attacker_id != victim_id
 
 
@@ -204,9 +204,9 @@ async def test_a_silent_session_store_is_503_then_recovers(
 
 
 async def test_without_redis_sign_up_and_sign_in_fail_closed(db_url: str, conn: Any) -> None:
-    from onsale.core.app import build_core_app
+    from onsale.compose import Tiers, app_for
 
-    app = build_core_app(make_settings(db_url), sweeper=False)  # REDIS_URL unset
+    app = app_for(Tiers(core=True), make_settings(db_url))  # REDIS_URL unset
     async with app.router.lifespan_context(app):
         api = Api(app)
         async with client(api) as c:

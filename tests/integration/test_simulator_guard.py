@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from onsale.core.app import build_core_app
+from onsale.compose import Tiers, app_for
 from onsale.core.psp_client import SIMULATOR_HEADER, PspClient
 from onsale.embedded import free_port
 from tests.conftest import make_settings
@@ -90,7 +90,7 @@ async def test_a_webhook_from_the_simulator_is_refused_without_the_setting(
     settings = make_settings(db_url, psp_url=f"http://127.0.0.1:{free_port()}",
                              psp_api_key=PSP_KEY, psp_webhook_secret=WEBHOOK_SECRET,
                              allow_simulator=False)
-    app = build_core_app(settings, sweeper=False)
+    app = app_for(Tiers(core=True), settings)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
         r = await c.post("/api/webhooks/payments", content=b"{}",

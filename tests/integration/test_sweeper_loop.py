@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from onsale.core.app import build_core_app
-from onsale.edge.app import mount_edge
+from onsale.compose import Tiers, app_for
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, audit_clean, hold, make_settings
 
@@ -14,7 +13,7 @@ from tests.conftest import Api, audit_clean, hold, make_settings
 async def test_running_sweeper_releases_and_reports(
         db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: Any) -> None:
     settings = make_settings(db_url, sweep_interval=0.1, redis_url=valkey.url)
-    app = mount_edge(build_core_app(settings, sweeper=True), settings, admitter=False)
+    app = app_for(Tiers(core=True, background=True, edge=True), settings)
     async with app.router.lifespan_context(app):
         api = Api(app)
         event_id = await api.create_event(seats=10, hold_ttl_seconds=1)
@@ -73,6 +72,6 @@ async def test_lock_waits_are_recorded_for_winners_and_losers_that_locked(
             assert (await hold(cc, event_id, [4])).status_code == 409
     finally:
         await blocker.close()
-    histogram = api.app.state.metrics.lock_wait
+    histogram = api.app.state.core.metrics.lock_wait
     observed = sum(bucket.get() for bucket in histogram._buckets)
     assert observed == 2

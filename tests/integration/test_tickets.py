@@ -14,7 +14,7 @@ import httpx
 import pytest
 import redis.asyncio
 
-from onsale.compose import build_worker_app
+from onsale.compose import build_app
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import STREAM, relay_once, relay_pass
 from onsale.core.tickets import (
@@ -231,8 +231,8 @@ async def test_consumer_recreates_its_group_after_the_stream_is_lost(
 async def test_worker_role_relays_and_issues(
     db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: Redis,
 ) -> None:
-    app = build_worker_app(make_settings(db_url, redis_url=valkey.url))
-    metrics: Metrics = app.state.metrics
+    app = build_app("worker", make_settings(db_url, redis_url=valkey.url))
+    metrics: Metrics = app.state.core.metrics
     async with app.router.lifespan_context(app):
         order_id = await make_order(conn, [8, 9])
 

@@ -12,7 +12,7 @@ import httpx
 import redis.asyncio
 
 from onsale.core.queries import queries
-from onsale.edge.ops_dashboard import OpsState
+from onsale.edge.ops_cache import OpsState
 from onsale.embedded import EmbeddedValkey
 from onsale.web import ops_pages
 from tests.conftest import ADMIN_TOKEN, Api, build_api_app, make_settings
@@ -74,7 +74,7 @@ async def test_the_dashboard_needs_the_token_and_shows_the_queue(
         assert (missing.status_code, missing.json()["code"]) == (404, "event_not_found")
         for account in await new_accounts(conn, 3):
             assert (await api.join(account, event_id)).status_code == 200
-        api.app.state.ops_console = OpsState()  # nothing cached from before the joins
+        api.app.state.edge.ops = OpsState()  # nothing cached from before the joins
         r = await get(api, path, ADMIN)
         assert r.status_code == 200, r.text
         doc = r.json()
@@ -113,7 +113,7 @@ async def test_the_audit_is_cached_and_reports_violations(
             await conn.execute("ALTER TABLE seat_inventory ENABLE TRIGGER USER")
         cached = (await get(api, "/api/ops/audit?fresh=1", ADMIN)).json()
         assert cached["checked_at"] == doc["checked_at"] and cached["ok"] is True
-        api.app.state.ops_console = OpsState()   # as if the cache had expired
+        api.app.state.edge.ops = OpsState()   # as if the cache had expired
         found = (await get(api, "/api/ops/audit", ADMIN)).json()
         assert found["ok"] is False and found["violations"] >= 1
         bad = {c["name"]: c for c in found["checks"]}["sold_seats_point_to_confirmed_orders"]
@@ -154,7 +154,7 @@ async def test_the_fairness_lab_endpoint(
         assert (huge.status_code, huge.json()["code"]) == (404, "event_not_found")
         not_a_number = await post({"event_id": "one"})
         assert not_a_number.json()["field"] == "event_id"
-        state: OpsState = api.app.state.ops_console
+        state: OpsState = api.app.state.edge.ops
         async with state.simulating:    # another simulation is running
             busy = await post({"preset": "flat", "visitors": 10})
         assert (busy.status_code, busy.json()["code"]) == (429, "rate_limited")

@@ -141,7 +141,7 @@ async def test_the_dev_role_serves_this_order_page_at_the_return_url(
     redis = Redis.from_url(valkey.url)
     for role in ("dev", "core"):
         app = build_app(role, make_settings(db_url))  # no REDIS_URL: no queue, no seat map,
-        app.state.sessions.attach(SessionStore(redis))  # but sessions live in Valkey
+        app.state.shared.sessions.attach(SessionStore(redis))  # but sessions live in Valkey
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://t",

@@ -7,15 +7,8 @@ import hmac
 import json
 from pathlib import Path
 
-from onsale.edge.draw import (
-    commitment,
-    draw_key,
-    draw_order,
-    main,
-    new_seed,
-    verify_commitment,
-    verify_document,
-)
+from onsale.core.draw_seed import commitment, new_seed, verify_commitment
+from onsale.edge.draw import draw_key, draw_order, main, verify_document
 
 SEED = "00" * 32
 PEOPLE = [f"0000000{i}-0000-0000-0000-000000000000" for i in range(8)]

@@ -6,10 +6,9 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from onsale.compose import ROLES, build_app
-from onsale.core.openapi import document
-from onsale.edge.app import build_edge_app
+from onsale.compose import ROLES, api_specs, build_app, tiers_for
 from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.openapi import document
 from onsale.kernel.problems import TITLES
 from onsale.web.pages import page_routes
 
@@ -24,25 +23,29 @@ def served(app: Starlette) -> set[tuple[str, str]]:
             for m in r.methods or () if m != "HEAD"}
 
 
-def documented(parts: tuple[str, ...]) -> set[tuple[str, str]]:
-    return {(path, m) for path, item in document(parts)["paths"].items()
+def documented(role: str) -> set[tuple[str, str]]:
+    specs = api_specs(tiers_for(role, SETTINGS))
+    return {(path, m) for path, item in document(specs)["paths"].items()
             for m in item if m in METHODS}
 
 
 def test_the_edge_role_serves_its_document() -> None:
-    app = build_edge_app(SETTINGS)
-    assert app.state.openapi_parts == ("edge",)
-    assert served(app) - {("/healthz", "get"), ("/openapi.json", "get")} == documented(
-        ("edge",))
+    app = build_app("edge", SETTINGS)
+    assert [s.name for s in api_specs(tiers_for("edge", SETTINGS))] == ["edge"]
+    assert served(app) - {("/healthz", "get"), ("/openapi.json", "get")} == documented("edge")
 
 
 def test_the_dev_app_serves_core_and_edge() -> None:
     app = build_app("dev", SETTINGS)  # and the seat map (tests/unit/test_seatmap_roles.py)
-    assert app.state.openapi_parts == ("core", "edge", "seatmap")
+    assert [s.name for s in api_specs(tiers_for("dev", SETTINGS))] == ["core", "edge",
+                                                                         "seatmap"]
     pages = {(r.path_format, m.lower()) for r in page_routes() if isinstance(r, Route)
              for m in r.methods or () if m != "HEAD"}
     assert ("/", "get") in pages and ("/orders/{order_id}", "get") in pages
-    assert served(app) - pages == documented(("core", "edge", "seatmap"))
+    assert served(app) - pages - {("/healthz", "get"), ("/metrics", "get"),
+                                  ("/openapi.json", "get"), ("/readyz", "get")} == documented(
+        "dev") - {("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get"),
+                  ("/readyz", "get")}
 
 
 def test_edge_is_a_role_and_needs_redis() -> None:
@@ -53,7 +56,7 @@ def test_edge_is_a_role_and_needs_redis() -> None:
 
 
 def test_every_documented_edge_problem_code_has_a_title() -> None:
-    for item in document(("edge",))["paths"].values():
+    for item in document(api_specs(tiers_for("edge", SETTINGS)))["paths"].values():
         for op in item.values():
             for response in op["responses"].values():
                 if "application/problem+json" in response.get("content", {}):
@@ -62,7 +65,7 @@ def test_every_documented_edge_problem_code_has_a_title() -> None:
 
 
 def test_the_edge_document_references_only_its_schemas() -> None:
-    doc = document(("edge",))
+    doc = document(api_specs(tiers_for("edge", SETTINGS)))
     text = str(doc["paths"])
     for name in doc["components"]["schemas"]:
         assert name == "Problem" or f"schemas/{name}'" in text, name

@@ -9,7 +9,6 @@ import pytest
 
 from onsale.core.hold_rules import (
     HARD_MAX_SEATS,
-    HOLD_STATES,
     MAX_SEAT_ID,
     BestAvailableRequest,
     SeatsRequest,
@@ -17,6 +16,7 @@ from onsale.core.hold_rules import (
     parse_hold_request,
     request_digest,
 )
+from onsale.core.hold_state import HoldState
 from onsale.kernel.problems import Problem
 
 ROUTE = "POST /api/events/{event_id}/holds"
@@ -273,11 +273,18 @@ def test_boundary_holds_across_time_zones() -> None:
     assert effective_status("HELD", expires_at=plus_two + TICK, now=NOW) == "HELD"
 
 
-@pytest.mark.parametrize("state", [s for s in HOLD_STATES if s != "HELD"])
+@pytest.mark.parametrize("state", [s.value for s in HoldState if s is not HoldState.HELD])
 @pytest.mark.parametrize("delta", [-timedelta(hours=1), timedelta(0), timedelta(hours=1)])
 def test_other_states_are_unchanged(state: str, delta: timedelta) -> None:
-    assert effective_status(state, expires_at=NOW + delta, now=NOW) == state
+    assert effective_status(state, expires_at=NOW + delta, now=NOW) is HoldState(state)
 
 
 def test_hold_states() -> None:
-    assert set(HOLD_STATES) == {"HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED", "EXPIRED"}
+    assert set(HoldState) == {"HELD", "PAYMENT_PENDING", "CONFIRMED", "RELEASED", "EXPIRED"}
+
+
+def test_the_derived_status_is_a_hold_state() -> None:
+    assert effective_status("HELD", expires_at=NOW, now=NOW) is HoldState.EXPIRED
+    assert effective_status("HELD", expires_at=NOW + TICK, now=NOW) is HoldState.HELD
+    with pytest.raises(ValueError):
+        effective_status("SOLD", expires_at=NOW, now=NOW)  # a seat state, not a hold's

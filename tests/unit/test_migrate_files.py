@@ -1,9 +1,11 @@
-"""core.migrate: loading numbered migration files, checksums, and the apply loop
-(driven with a fake connection; the real database path is an integration test)."""
+"""core.migrate: loading numbered migrations and function files, checksums, ordering,
+and the apply loop (driven with a fake connection; the real database path is an
+integration test). Also the shape of core/schema.sql and the catalogue diff."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,16 +13,35 @@ from typing import Any
 
 import pytest
 
-from onsale.core.migrate import MIGRATIONS_DIR, Migration, MigrationError, load_migrations, migrate
+from onsale.core.migrate import (
+    FUNCTIONS_DIR,
+    MIGRATIONS_DIR,
+    SCHEMA_FILE,
+    FunctionFile,
+    MigrateResult,
+    Migration,
+    MigrationError,
+    load_functions,
+    load_migrations,
+    migrate,
+)
+from tests.schema_catalogue import diff
 
 
 def write(directory: Path, files: dict[str, str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
     for name, sql in files.items():
         (directory / name).write_text(sql)
     return directory
 
 
-# --- the real directory --------------------------------------------------------------------
+def fn(name: str, body: str = "SELECT 1", header: str = "") -> str:
+    """A function file's text."""
+    return (f"{header}CREATE OR REPLACE FUNCTION {name}() RETURNS integer "
+            f"LANGUAGE sql AS $$ {body} $$;\n")
+
+
+# --- the real directories ------------------------------------------------------------------
 
 
 def test_real_migrations_are_numbered_one_to_n() -> None:
@@ -44,7 +65,80 @@ def test_real_migrations_start_with_inventory() -> None:
     assert "CREATE TABLE" in first.sql
 
 
-# --- temporary directories -----------------------------------------------------------------
+def test_real_migrations_define_no_functions() -> None:
+    """Migrations hold DDL and data changes; functions live in core/sql/functions/."""
+    create = re.compile(r"\bCREATE\s+(OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE)\b", re.IGNORECASE)
+    for m in load_migrations():
+        assert not create.search(m.sql), f"{m.version:04d}_{m.name} creates a function"
+
+
+def test_real_migration_requirements_are_function_files() -> None:
+    names = {f.name for f in load_functions()}
+    for m in load_migrations():
+        assert set(m.requires) <= names
+
+
+def test_real_function_files() -> None:
+    files = load_functions()
+    assert files, "no function files found"
+    paths = sorted(FUNCTIONS_DIR.glob("*.sql"))
+    assert sorted(f.name for f in files) == [p.stem for p in paths]
+    for f in files:
+        assert f.name.startswith("onsale_")
+        assert f.sql.startswith(f"-- {f.name}"), f"{f.name}.sql: start with what it is"
+        assert f.name in f.defines
+    defined = [name for f in files for name in f.defines]
+    assert len(defined) == len(set(defined)), "a function is defined in two files"
+
+
+def test_named_queries_and_functions_do_not_mix() -> None:
+    """core/sql/*.sql are `-- name:` query files; functions only in sql/functions/."""
+    for path in FUNCTIONS_DIR.glob("*.sql"):
+        assert "-- name:" not in path.read_text(), path.name
+    for path in FUNCTIONS_DIR.parent.glob("*.sql"):
+        assert not re.search(r"CREATE\s+(OR\s+REPLACE\s+)?FUNCTION", path.read_text(),
+                             re.IGNORECASE), path.name
+
+
+# --- core/schema.sql: each object once ------------------------------------------------------
+
+_DECLARED = re.compile(
+    r"^CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX|FUNCTION|TRIGGER|VIEW|TYPE|SEQUENCE)\s+(\w+)",
+    re.MULTILINE | re.IGNORECASE)
+
+
+def _declared() -> list[tuple[str, str]]:
+    return [(kind.upper(), name) for kind, name in _DECLARED.findall(SCHEMA_FILE.read_text())]
+
+
+def test_schema_declares_each_object_once() -> None:
+    declared = _declared()
+    assert len(declared) == len(set(declared)), [d for d in declared if declared.count(d) > 1]
+    kinds = {kind for kind, _ in declared}
+    assert {"TABLE", "INDEX", "FUNCTION"} <= kinds
+
+
+def test_schema_is_a_declaration_not_a_history() -> None:
+    text = re.sub(r"\$\$.*?\$\$", "$$ $$", SCHEMA_FILE.read_text(), flags=re.DOTALL)
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    for word in ("ALTER", "DROP", "CREATE OR REPLACE", "INSERT", "UPDATE", "DELETE"):
+        statements = re.findall(rf"^\s*{word}\b", code, re.MULTILINE | re.IGNORECASE)
+        assert not statements, f"schema.sql has {word} statements"
+
+
+def test_schema_declares_every_function_file() -> None:
+    declared = {name for kind, name in _declared() if kind == "FUNCTION"}
+    assert declared == {name for f in load_functions() for name in f.defines}
+
+
+def test_schema_declares_every_table_the_migrations_create() -> None:
+    created = set()
+    for m in load_migrations():
+        created |= set(re.findall(r"^CREATE TABLE (\w+)", m.sql, re.MULTILINE))
+    assert created == {name for kind, name in _declared() if kind == "TABLE"}
+
+
+# --- temporary directories: migrations -----------------------------------------------------
 
 
 def test_loads_in_version_order(tmp_path: Path) -> None:
@@ -111,12 +205,87 @@ def test_missing_directory_raises(tmp_path: Path) -> None:
         load_migrations(tmp_path / "nope")
 
 
+# --- requires: lines -----------------------------------------------------------------------
+
+
+def test_requires_come_from_the_leading_comment() -> None:
+    sql = ("-- 0009: a trigger\n--\n-- requires: onsale_a, onsale_b\n\n--requires:onsale_c\n"
+           "CREATE TABLE t (id int);\n-- requires: onsale_not_this\n")
+    assert Migration(9, "t", sql).requires == ("onsale_a", "onsale_b", "onsale_c")
+    assert FunctionFile("x", sql).requires == ("onsale_a", "onsale_b", "onsale_c")
+
+
+def test_no_requires() -> None:
+    assert Migration(1, "a", "CREATE TABLE t (id int);").requires == ()
+    assert Migration(1, "a", "").requires == ()
+
+
+# --- temporary directories: function files -------------------------------------------------
+
+
+def test_functions_load_in_name_order(tmp_path: Path) -> None:
+    write(tmp_path, {"b.sql": fn("b"), "a.sql": fn("a"), "c.sql": fn("c")})
+    assert [f.name for f in load_functions(tmp_path)] == ["a", "b", "c"]
+
+
+def test_a_required_file_comes_first(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "a.sql": fn("a", header="-- requires: c\n"),
+        "b.sql": fn("b"),
+        "c.sql": fn("c", header="-- requires: d\n"),
+        "d.sql": fn("d"),
+    })
+    assert [f.name for f in load_functions(tmp_path)] == ["b", "d", "c", "a"]
+
+
+def test_a_group_file_defines_several(tmp_path: Path) -> None:
+    write(tmp_path, {"touch.sql": fn("touch") + fn("touch_trigger")})
+    [f] = load_functions(tmp_path)
+    assert f.defines == ("touch", "touch_trigger")
+
+
+def test_function_file_names(tmp_path: Path) -> None:
+    write(tmp_path, {"a.sql": fn("a"), "README.md": "notes", "a.sql.bak": fn("a"),
+                     "B.sql": fn("B"), "0001_x.sql": fn("x"), "c-d.sql": fn("c")})
+    (tmp_path / "dir.sql").mkdir()
+    assert [f.name for f in load_functions(tmp_path)] == ["a"]
+
+
+def test_function_files_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_functions(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"a.sql": fn("b")}, "must CREATE OR REPLACE FUNCTION a"),
+        ({"a.sql": "CREATE FUNCTION a() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;"},
+         "must CREATE OR REPLACE FUNCTION a"),
+        ({"a.sql": fn("a") + "CREATE FUNCTION a2() RETURNS int LANGUAGE sql AS $$ 1 $$;"},
+         "not CREATE FUNCTION"),
+        ({"a.sql": fn("a", header="-- requires: zz\n")}, "requires unknown"),
+        ({"a.sql": fn("a", header="-- requires: a\n")}, "requires unknown"),
+        ({"a.sql": fn("a", header="-- requires: b\n"),
+          "b.sql": fn("b", header="-- requires: c\n"),
+          "c.sql": fn("c", header="-- requires: a\n")}, r"cycle: \['a', 'b', 'c'\]"),
+    ],
+    ids=["misnamed", "plain-create-only", "plain-create", "unknown", "itself", "cycle"],
+)
+def test_bad_function_files_are_refused(tmp_path: Path, files: dict[str, str],
+                                        message: str) -> None:
+    write(tmp_path, files)
+    with pytest.raises(MigrationError, match=message):
+        load_functions(tmp_path)
+
+
 # --- checksums -----------------------------------------------------------------------------
 
 
 def test_checksum_is_sha256_of_the_sql() -> None:
     m = Migration(1, "a", "CREATE TABLE t (id int);")
     assert m.checksum == hashlib.sha256(b"CREATE TABLE t (id int);").hexdigest()
+    assert FunctionFile("a", fn("a")).checksum == hashlib.sha256(fn("a").encode()).hexdigest()
 
 
 def test_checksum_changes_when_the_sql_changes() -> None:
@@ -139,36 +308,75 @@ def test_checksum_follows_the_file(tmp_path: Path) -> None:
 
 
 def test_real_checksums_are_distinct() -> None:
-    sums = [m.checksum for m in load_migrations()]
+    sums = [m.checksum for m in load_migrations()] + [f.checksum for f in load_functions()]
     assert len(set(sums)) == len(sums)
+
+
+# --- the result ----------------------------------------------------------------------------
+
+
+def test_result_describes_what_was_applied() -> None:
+    assert not MigrateResult()
+    assert MigrateResult().describe() == "schema is up to date"
+    assert MigrateResult([1, 2]).describe() == "applied migrations [1, 2]"
+    assert MigrateResult([], ["a", "b"]).describe() == "applied functions a, b"
+    both = MigrateResult([3], ["a"])
+    assert both and both.describe() == "applied migrations [3]; functions a"
 
 
 # --- migrate() with a fake connection ------------------------------------------------------
 
 
 class FakeConn:
-    def __init__(self, applied: dict[int, str] | None = None) -> None:
+    """Records statements; keeps schema_migrations, schema_functions and the set of
+    function names (pg_proc) that the statements it ran would have produced."""
+
+    def __init__(self, applied: dict[int, str] | None = None,
+                 functions: dict[str, str] | None = None,
+                 present: set[str] | None = None) -> None:
         self.applied = dict(applied or {})
+        self.functions = dict(functions or {})
+        self.present = set(present if present is not None else self.functions)
         self.log: list[tuple[str, tuple[Any, ...]]] = []
         self.in_transaction = False
+        self.tx_log: list[list[str]] = []
         self.fail_on: str | None = None
+        self.fail_with: Exception = RuntimeError("boom")
 
     async def execute(self, sql: str, *args: Any) -> str:
         self.log.append((" ".join(sql.split()), args))
+        if self.in_transaction:
+            self.tx_log[-1].append(" ".join(sql.split()))
         if self.fail_on is not None and sql == self.fail_on:
-            raise RuntimeError("boom")
+            raise self.fail_with
         if sql.startswith("INSERT INTO schema_migrations"):
             assert self.in_transaction
             self.applied[args[0]] = args[2]
+        elif sql.startswith("INSERT INTO schema_functions"):
+            assert self.in_transaction
+            self.functions[args[0]] = args[1]
+        elif sql.startswith("DELETE FROM schema_functions"):
+            self.functions = {k: v for k, v in self.functions.items() if k in args[0]}
+        elif "CREATE OR REPLACE FUNCTION" in sql:
+            assert self.in_transaction
+            self.present.update(FunctionFile("x", sql).defines)
         return "OK"
 
     async def fetch(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         self.log.append((" ".join(sql.split()), args))
-        return [{"version": v, "checksum": c} for v, c in self.applied.items()]
+        if "FROM schema_migrations" in sql:
+            return [{"version": v, "checksum": c} for v, c in self.applied.items()]
+        if "FROM schema_functions" in sql:
+            return [{"name": n, "checksum": c} for n, c in self.functions.items()]
+        if "FROM pg_proc" in sql:
+            return [{"proname": n} for n in sorted(self.present)]
+        raise AssertionError(f"unexpected query {sql}")
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[None]:
+        assert not self.in_transaction
         self.in_transaction = True
+        self.tx_log.append([])
         try:
             yield
         finally:
@@ -180,16 +388,33 @@ class FakeConn:
     def statements(self) -> list[str]:
         return [sql for sql, _ in self.log]
 
+    def ran(self) -> list[str]:
+        """The migration and function statements run (not the bookkeeping)."""
+        return [s for s in self.statements()
+                if s.startswith(("SELECT '", "CREATE OR REPLACE", "CREATE TABLE t"))]
+
 
 @pytest.fixture
 def three(tmp_path: Path) -> Path:
-    return write(tmp_path, {"0001_a.sql": "SELECT 'a';", "0002_b.sql": "SELECT 'b';",
-                            "0003_c.sql": "SELECT 'c';"})
+    write(tmp_path / "functions", {})
+    return write(tmp_path / "migrations", {"0001_a.sql": "SELECT 'a';",
+                                           "0002_b.sql": "SELECT 'b';",
+                                           "0003_c.sql": "SELECT 'c';"})
+
+
+@pytest.fixture
+def funcs(tmp_path: Path) -> Path:
+    return write(tmp_path / "functions", {"f_a.sql": fn("f_a"), "f_b.sql": fn("f_b"),
+                                          "f_c.sql": fn("f_c")})
+
+
+def recorded(directory: Path) -> dict[str, str]:
+    return {f.name: f.checksum for f in load_functions(directory)}
 
 
 async def test_migrate_applies_all_in_order(three: Path) -> None:
     conn = FakeConn()
-    assert await migrate(conn, three) == [1, 2, 3]
+    assert (await migrate(conn, three, three.parent / "functions")).migrations == [1, 2, 3]
     sql = conn.statements()
     assert sql[0] == "SELECT pg_advisory_lock($1)"
     assert sql[-1] == "SELECT pg_advisory_unlock($1)"
@@ -202,13 +427,14 @@ async def test_migrate_applies_all_in_order(three: Path) -> None:
 async def test_migrate_skips_applied_versions(three: Path) -> None:
     done = {m.version: m.checksum for m in load_migrations(three)[:2]}
     conn = FakeConn(done)
-    assert await migrate(conn, three) == [3]
+    assert (await migrate(conn, three, three.parent / "functions")).migrations == [3]
     assert [s for s in conn.statements() if s.startswith("SELECT '")] == ["SELECT 'c';"]
 
 
 async def test_migrate_is_a_no_op_when_up_to_date(three: Path) -> None:
     conn = FakeConn({m.version: m.checksum for m in load_migrations(three)})
-    assert await migrate(conn, three) == []
+    result = await migrate(conn, three, three.parent / "functions")
+    assert result == MigrateResult()
     assert not [s for s in conn.statements() if s.startswith(("SELECT '", "INSERT"))]
 
 
@@ -217,23 +443,189 @@ async def test_migrate_refuses_an_edited_migration(three: Path) -> None:
     done[2] = hashlib.sha256(b"the old text").hexdigest()
     conn = FakeConn(done)
     with pytest.raises(MigrationError, match="0002_b"):
-        await migrate(conn, three)
+        await migrate(conn, three, three.parent / "functions")
     assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_an_edited_migration_stops_everything(three: Path, funcs: Path) -> None:
+    """Refused before any pending migration or changed function is applied."""
+    done = {m.version: m.checksum for m in load_migrations(three)[:2]}
+    done[1] = hashlib.sha256(b"the old text").hexdigest()
+    conn = FakeConn(done)
+    with pytest.raises(MigrationError, match="0001_a was changed after it was applied"):
+        await migrate(conn, three, funcs)
+    assert conn.ran() == []
+    assert conn.functions == {}
 
 
 async def test_migrate_unlocks_when_a_migration_fails(three: Path) -> None:
     conn = FakeConn()
     conn.fail_on = "SELECT 'b';"
     with pytest.raises(RuntimeError, match="boom"):
-        await migrate(conn, three)
+        await migrate(conn, three, three.parent / "functions")
     assert set(conn.applied) == {1}
     assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
 
 
 async def test_migrate_refuses_a_gap_before_applying_anything(tmp_path: Path) -> None:
-    write(tmp_path, {"0001_a.sql": "SELECT 'a';", "0003_c.sql": "SELECT 'c';"})
+    write(tmp_path / "m", {"0001_a.sql": "SELECT 'a';", "0003_c.sql": "SELECT 'c';"})
     conn = FakeConn()
     with pytest.raises(MigrationError):
-        await migrate(conn, tmp_path)
+        await migrate(conn, tmp_path / "m", write(tmp_path / "f", {}))
     assert conn.applied == {}
     assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_functions_are_applied_after_the_migrations(three: Path, funcs: Path) -> None:
+    conn = FakeConn()
+    result = await migrate(conn, three, funcs)
+    assert result == MigrateResult([1, 2, 3], ["f_a", "f_b", "f_c"])
+    assert conn.ran() == ["SELECT 'a';", "SELECT 'b';", "SELECT 'c';",
+                          " ".join(fn("f_a").split()), " ".join(fn("f_b").split()),
+                          " ".join(fn("f_c").split())]
+    assert conn.functions == recorded(funcs)
+    # one transaction per migration and per function file, each recording itself
+    assert len(conn.tx_log) == 6
+    for tx in conn.tx_log[3:]:
+        assert tx[0].startswith("CREATE OR REPLACE FUNCTION")
+        assert tx[1].startswith("INSERT INTO schema_functions")
+    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_an_unchanged_function_is_not_applied(three: Path, funcs: Path) -> None:
+    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
+    assert await migrate(conn, three, funcs) == MigrateResult()
+    assert conn.ran() == []
+
+
+async def test_only_the_changed_function_is_applied(three: Path, funcs: Path) -> None:
+    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
+    write(funcs, {"f_b.sql": fn("f_b", "SELECT 2")})
+    assert await migrate(conn, three, funcs) == MigrateResult([], ["f_b"])
+    assert conn.ran() == [" ".join(fn("f_b", "SELECT 2").split())]
+    assert conn.functions == recorded(funcs)
+
+
+async def test_a_new_function_file_is_applied(three: Path, funcs: Path) -> None:
+    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
+    write(funcs, {"f_new.sql": fn("f_new")})
+    assert (await migrate(conn, three, funcs)).functions == ["f_new"]
+
+
+async def test_a_function_missing_from_the_database_is_applied(three: Path,
+                                                               funcs: Path) -> None:
+    """Recorded as current, but gone (a migration dropped it): created again."""
+    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs),
+                    present={"f_a", "f_c"})
+    assert (await migrate(conn, three, funcs)).functions == ["f_b"]
+
+
+async def test_a_removed_function_file_is_forgotten(three: Path, funcs: Path) -> None:
+    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)},
+                    {**recorded(funcs), "f_gone": "0" * 64})
+    assert await migrate(conn, three, funcs) == MigrateResult()
+    assert conn.functions == recorded(funcs)
+
+
+async def test_required_files_are_applied_first(three: Path, funcs: Path) -> None:
+    write(funcs, {"f_a.sql": fn("f_a", header="-- requires: f_c\n")})
+    conn = FakeConn()
+    assert (await migrate(conn, three, funcs)).functions == ["f_b", "f_c", "f_a"]
+
+
+async def test_a_migration_applies_the_functions_it_requires(tmp_path: Path,
+                                                             funcs: Path) -> None:
+    """In its own transaction, just before its SQL; not again in the function phase."""
+    write(funcs, {"f_b.sql": fn("f_b", header="-- requires: f_c\n")})
+    migrations = write(tmp_path / "migrations", {
+        "0001_a.sql": "SELECT 'a';",
+        "0002_t.sql": "-- 0002: a trigger\n-- requires: f_b\nCREATE TABLE t (id int);",
+    })
+    conn = FakeConn()
+    result = await migrate(conn, migrations, funcs)
+    assert result == MigrateResult([1, 2], ["f_c", "f_b", "f_a"])
+    tx = conn.tx_log[1]
+    assert [s.split("(")[0].strip() for s in tx] == [
+        "CREATE OR REPLACE FUNCTION f_c", "INSERT INTO schema_functions",
+        "-- requires: f_c CREATE OR REPLACE FUNCTION f_b", "INSERT INTO schema_functions",
+        "-- 0002: a trigger -- requires: f_b CREATE TABLE t", "INSERT INTO schema_migrations"]
+    assert conn.functions == recorded(funcs)
+
+
+async def test_a_migration_does_not_reapply_a_current_function(tmp_path: Path,
+                                                               funcs: Path) -> None:
+    migrations = write(tmp_path / "migrations", {
+        "0001_t.sql": "-- requires: f_b\nCREATE TABLE t (id int);"})
+    conn = FakeConn(functions=recorded(funcs))
+    assert await migrate(conn, migrations, funcs) == MigrateResult([1], [])
+
+
+async def test_a_failed_migration_does_not_record_its_functions(tmp_path: Path,
+                                                                funcs: Path) -> None:
+    sql = "-- requires: f_b\nCREATE TABLE t (id int);"
+    migrations = write(tmp_path / "migrations", {"0001_t.sql": sql})
+    conn = FakeConn()
+    conn.fail_on = sql
+    with pytest.raises(RuntimeError, match="boom"):
+        await migrate(conn, migrations, funcs)
+    assert conn.applied == {}
+    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_a_migration_requiring_an_unknown_function_is_refused(tmp_path: Path,
+                                                                    funcs: Path) -> None:
+    migrations = write(tmp_path / "migrations", {"0001_a.sql": "SELECT 'a';",
+                                                 "0002_t.sql": "-- requires: f_zz\nSELECT 1;"})
+    conn = FakeConn()
+    with pytest.raises(MigrationError, match=r"0002_t requires unknown function files \['f_zz'\]"):
+        await migrate(conn, migrations, funcs)
+    assert conn.ran() == []
+    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_a_failing_function_stops_the_run(three: Path, funcs: Path) -> None:
+    conn = FakeConn()
+    conn.fail_on = fn("f_b")
+    with pytest.raises(RuntimeError, match="boom"):
+        await migrate(conn, three, funcs)
+    assert set(conn.functions) == {"f_a"}
+    assert set(conn.applied) == {1, 2, 3}
+    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+async def test_a_changed_signature_asks_for_a_new_name(three: Path, funcs: Path) -> None:
+    class InvalidFunctionDefinition(Exception):
+        sqlstate = "42P13"
+
+    conn = FakeConn()
+    conn.fail_on = fn("f_b")
+    conn.fail_with = InvalidFunctionDefinition("cannot change return type of existing function")
+    with pytest.raises(MigrationError, match=r"f_b\.sql cannot replace .* e\.g\. f_b_v2"):
+        await migrate(conn, three, funcs)
+    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+
+# --- the catalogue diff (tests/schema_catalogue.py) ----------------------------------------
+
+
+def test_diff_of_equal_catalogues_is_empty() -> None:
+    cat = {"columns": {"t.id": "integer NOT NULL"}, "functions": {"f()": "body"}}
+    assert diff(cat, {k: dict(v) for k, v in cat.items()}) == []
+
+
+def test_diff_reports_missing_extra_and_changed_objects() -> None:
+    left = {"columns": {"t.id": "integer NOT NULL", "t.gone": "text NULL"},
+            "functions": {"f()": "CREATE OR REPLACE FUNCTION f() ... v1"},
+            "indexes": {}}
+    right = {"columns": {"t.id": "bigint NOT NULL", "t.extra": "text NULL"},
+             "functions": {"f()": "CREATE OR REPLACE FUNCTION f() ... v2"},
+             "triggers": {"t.touch": "CREATE TRIGGER touch ..."}}
+    lines = diff(left, right, ("migrated", "declared"))
+    assert lines == [
+        "columns t.extra: only in declared: text NULL",
+        "columns t.gone: only in migrated: text NULL",
+        "columns t.id: differs\n  migrated: integer NOT NULL\n  declared: bigint NOT NULL",
+        "functions f(): differs\n  migrated: CREATE OR REPLACE FUNCTION f() ... v1\n"
+        "  declared: CREATE OR REPLACE FUNCTION f() ... v2",
+        "triggers t.touch: only in declared: CREATE TRIGGER touch ...",
+    ]

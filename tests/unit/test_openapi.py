@@ -1,4 +1,4 @@
-"""core.openapi against core.app: the document describes exactly the routes the app serves.
+"""core.openapi against core's app: the document describes exactly the routes it serves.
 
 Building the app does not connect to anything (the pool is made in the lifespan, which these
 tests never run).
@@ -15,9 +15,10 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from onsale.core.app import build_core_app
-from onsale.core.openapi import document, openapi_endpoint
+from onsale.compose import Tiers, app_for
+from onsale.core.openapi import CORE_API
 from onsale.kernel.config import Settings
+from onsale.kernel.openapi import document
 from onsale.kernel.problems import TITLES
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -29,12 +30,12 @@ def app() -> Starlette:
         database_url="postgresql://unused/x", redis_url=None,
         secret_key="unit-test-secret-0123456789", admin_token="unit-test-admin-0123456789",
     )
-    return build_core_app(settings, sweeper=False)
+    return app_for(Tiers(core=True), settings)
 
 
 @pytest.fixture(scope="module")
 def doc() -> dict[str, Any]:
-    return document()
+    return document([CORE_API])
 
 
 def app_operations(app: Starlette) -> set[tuple[str, str]]:
@@ -73,10 +74,11 @@ def refs(doc: dict[str, Any]) -> list[tuple[str, str]]:
             if isinstance(node, dict) and "$ref" in node]
 
 
-def test_app_builds_with_settings(app: Starlette) -> None:
-    assert app.state.settings.database_url == "postgresql://unused/x"
-    assert app.state.sessions.max_age == 12 * 3600
-    assert not hasattr(app.state, "db")  # no pool before the lifespan runs
+def test_app_builds_without_connecting(app: Starlette) -> None:
+    assert app.state.shared.settings.database_url == "postgresql://unused/x"
+    assert app.state.shared.sessions.max_age == 12 * 3600
+    assert app.state.shared.db is None  # no pool before the lifespan runs
+    assert not hasattr(app.state, "core")
 
 
 def test_routes_and_document_match(app: Starlette, doc: dict[str, Any]) -> None:
@@ -185,15 +187,16 @@ def test_document_is_json_and_3_1(doc: dict[str, Any]) -> None:
     assert json.loads(json.dumps(doc)) == doc
 
 
-async def test_openapi_endpoint_serves_the_document(doc: dict[str, Any]) -> None:
-    from starlette.requests import Request
+async def test_openapi_endpoint_serves_the_document(app: Starlette,
+                                                    doc: dict[str, Any]) -> None:
+    import httpx
 
-    response = await openapi_endpoint(
-        Request({"type": "http", "method": "GET", "path": "/openapi.json", "headers": []})
-    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://t") as c:
+        response = await c.get("/openapi.json")
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
-    assert json.loads(bytes(response.body)) == doc
+    assert response.json() == doc
 
 
 async def test_405_allow_lists_every_documented_method(app: Starlette,

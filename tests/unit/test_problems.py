@@ -167,7 +167,7 @@ async def test_an_outage_no_route_caught_is_its_503_and_is_not_re_raised() -> No
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from onsale.core.app import error_handlers
+    from onsale.kernel.errors import error_handlers
 
     async def down(request: Any) -> Any:
         raise redis.exceptions.ConnectionError("gone")

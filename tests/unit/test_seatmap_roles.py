@@ -6,9 +6,16 @@ from __future__ import annotations
 import pytest
 from starlette.routing import Route, WebSocketRoute
 
-from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
-from onsale.core.openapi import document
+from onsale.compose import (
+    ROLES,
+    SECRETLESS_ROLES,
+    api_specs,
+    build_app,
+    tiers_for,
+    websocket_limits,
+)
 from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.openapi import document
 from onsale.seatmap.config import SeatmapSettings
 
 SETTINGS = Settings(database_url="postgresql://unused/x", redis_url="redis://unused:1/0",
@@ -19,11 +26,12 @@ WS = "/ws/events/{event_id}/seatmap"
 
 def test_the_seatmap_role_serves_its_document_and_the_websocket() -> None:
     app = build_app("seatmap", SETTINGS, seatmap=SeatmapSettings(ping_interval_s=7))
-    assert app.state.openapi_parts == ("seatmap",)
-    assert app.state.ws_ping_interval == 7
+    assert [s.name for s in api_specs(tiers_for("seatmap", SETTINGS))] == ["seatmap"]
+    assert websocket_limits("seatmap", SeatmapSettings(ping_interval_s=7)).ping_interval == 7
     served = {(r.path_format, m.lower()) for r in app.routes if isinstance(r, Route)
               for m in r.methods or () if m != "HEAD"}
-    documented = {(p, m) for p, item in document(("seatmap",))["paths"].items() for m in item}
+    doc = document(api_specs(tiers_for("seatmap", SETTINGS)))
+    documented = {(p, m) for p, item in doc["paths"].items() for m in item}
     extra = {("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get")}
     assert served - extra == documented
     assert [r.path for r in app.routes if isinstance(r, WebSocketRoute)] == [WS]
@@ -31,7 +39,7 @@ def test_the_seatmap_role_serves_its_document_and_the_websocket() -> None:
 
 def test_the_dev_app_mounts_the_seat_map() -> None:
     app = build_app("dev", SETTINGS, seatmap=SeatmapSettings())
-    assert "seatmap" in app.state.openapi_parts
+    assert "seatmap" in [s.name for s in api_specs(tiers_for("dev", SETTINGS))]
     assert WS in [r.path for r in app.routes if isinstance(r, WebSocketRoute)]
 
 
@@ -45,8 +53,9 @@ def test_roles_need_redis_and_only_the_gated_one_needs_secrets() -> None:
         with pytest.raises(ConfigError):
             build_app(role, no_redis, seatmap=SeatmapSettings())
     env = {"DATABASE_URL": "postgresql://unused/x", "REDIS_URL": "redis://unused:1/0"}
-    assert build_app("cdc", Settings.from_env(env, require_secrets=False),
-                     seatmap=SeatmapSettings()).state.metrics is not None
+    cdc = build_app("cdc", Settings.from_env(env, require_secrets=False),
+                    seatmap=SeatmapSettings())
+    assert {"/metrics", "/healthz"} <= {getattr(r, "path", None) for r in cdc.routes}
 
 
 def test_seatmap_settings_from_the_environment() -> None:

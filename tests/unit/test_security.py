@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from onsale.kernel.config import ConfigError, Settings, security_settings
-from onsale.kernel.security import HSTS, install, security_options
+from onsale.kernel.security import HSTS, security_middleware, security_options
 
 BASE = Settings(database_url="postgresql://x", redis_url=None, secret_key="s" * 32,
                 admin_token="a" * 32, public_url="https://shop.example")
@@ -34,8 +34,8 @@ async def write(request: Request) -> Response:
 
 def client(settings: Settings = BASE) -> httpx.AsyncClient:
     app = Starlette(routes=[Route("/page", page), Route("/framed", framed),
-                            Route("/write", write, methods=["GET", "POST", "PUT", "DELETE"])])
-    install(app, settings)
+                            Route("/write", write, methods=["GET", "POST", "PUT", "DELETE"])],
+                    middleware=[security_middleware(settings)])
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://t")
 
 

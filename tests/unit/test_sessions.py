@@ -428,9 +428,9 @@ async def test_a_secure_site_reads_only_the_host_prefixed_cookie(store: MemorySe
 
 def make_request(sessions: Sessions, headers: dict[str, str] | None = None,
                  admin_token: str = "admin-token-0123456789") -> Request:
-    app = SimpleNamespace(state=SimpleNamespace(
+    app = SimpleNamespace(state=SimpleNamespace(shared=SimpleNamespace(
         sessions=sessions, settings=SimpleNamespace(admin_token=admin_token),
-    ))
+    )))
     raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "app": app})
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from starlette.routing import Mount
 
+from onsale.core.read_model import event_json
 from onsale.web import ops_pages
 from onsale.web.ops_pages import event_view, when
 from onsale.web.templating import HERE, templates
@@ -16,14 +18,17 @@ JS = HERE / "static" / "js"
 OPS_JS = ["ops.js", "ops_event.js", "fairness.js", "charts.js"]
 
 
-def row(**overrides: object) -> dict[str, object]:
+def event(**overrides: object) -> dict[str, Any]:
+    """The event document the console reads (the API's, shaped from an events row)."""
     onsale = datetime(2026, 12, 1, 14, 30, tzinfo=UTC)
-    base: dict[str, object] = {
+    row: dict[str, object] = {
         "event_id": 7, "name": "Spring tour", "venue_name": "Main Arena", "seat_count": 50_000,
         "queue_policy": "random", "onsale_at": onsale, "starts_at": onsale + timedelta(days=20),
-        "prequeue_at": onsale - timedelta(minutes=30), "max_tickets_per_account": 4}
-    base.update(overrides)
-    return base
+        "prequeue_at": onsale - timedelta(minutes=30), "max_tickets_per_account": 4,
+        "currency": "USD", "hold_ttl_seconds": 300, "max_seats_per_hold": 6, "tiers": [],
+        "pow_difficulty": 0, "draw_commitment": None, "draw_seed": None, "drawn_at": None}
+    row.update(overrides)
+    return event_json(row)
 
 
 def test_when_reads_like_a_date_in_utc() -> None:
@@ -32,11 +37,11 @@ def test_when_reads_like_a_date_in_utc() -> None:
 
 
 def test_event_view_says_the_policy_and_the_sale_state_in_words() -> None:
-    before = event_view(row(), datetime(2026, 12, 1, 14, 0, tzinfo=UTC))
+    before = event_view(event(), datetime(2026, 12, 1, 14, 0, tzinfo=UTC))
     assert before["policy_words"].startswith("random draw")
     assert before["sale_open"] is False and before["over"] is False
     assert before["prequeue_seconds"] == 1800
-    during = event_view(row(queue_policy="fifo", prequeue_at=None),
+    during = event_view(event(queue_policy="fifo", prequeue_at=None),
                         datetime(2026, 12, 2, tzinfo=UTC))
     assert during["policy_words"] == "first come, first served"
     assert during["sale_open"] is True and during["prequeue_seconds"] == 0
@@ -69,7 +74,7 @@ def test_the_event_page_template_has_every_figure_the_script_draws() -> None:
     figures = set(re.findall(r"^  (\w+): \{ read:", script, re.MULTILINE))
     assert len(figures) == 10
     page = templates.get_template("ops/event.html").render(
-        event=event_view(row(), datetime(2026, 12, 1, tzinfo=UTC)), messages_json="{}",
+        event=event_view(event(), datetime(2026, 12, 1, tzinfo=UTC)), messages_json="{}",
         account=None)
     assert {m for m in re.findall(r'data-figure="(\w+)"', page)} == figures
     for element_id in re.findall(r'\$\("([\w-]+)"\)', script):
@@ -79,7 +84,7 @@ def test_the_event_page_template_has_every_figure_the_script_draws() -> None:
 def test_the_lab_template_has_every_field_the_script_reads() -> None:
     script = (JS / "fairness.js").read_text()
     page = templates.get_template("ops/fairness.html").render(
-        events=[event_view(row(), datetime(2026, 12, 1, tzinfo=UTC))], chosen=7,
+        events=[event_view(event(), datetime(2026, 12, 1, tzinfo=UTC))], chosen=7,
         messages_json="{}", account=None)
     numbers = re.search(r"const NUMBERS = \[([^\]]*)\]", script)
     assert numbers is not None

@@ -8,14 +8,17 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from starlette.applications import Starlette
 
+from onsale.kernel.config import Settings
 from onsale.kernel.cookies import cookie_policy
+from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from onsale.kernel.shared import Shared
 from onsale.web import shop_pages
 from tests.sessions_support import MemorySessionStore
 
@@ -39,7 +42,7 @@ def row(event_id: int = 7, **over: Any) -> dict[str, Any]:
 
 
 class FakeDb:
-    """Answers ``queries("events")["events"]`` with the rows given."""
+    """Answers ``queries("events")["events"]`` (all events, or one) with the rows given."""
 
     def __init__(self, rows: list[dict[str, Any]], down: bool = False) -> None:
         self.rows, self.down = rows, down
@@ -53,14 +56,19 @@ class FakeDb:
     async def fetch(self, sql: str, event_id: int | None) -> list[dict[str, Any]]:
         return [r for r in self.rows if event_id is None or r["event_id"] == event_id]
 
+    async def fetchrow(self, sql: str, event_id: int) -> dict[str, Any] | None:
+        return next(iter(await self.fetch(sql, event_id)), None)
+
 
 def client(rows: list[dict[str, Any]], *, account: uuid.UUID | None = None,
            down: bool = False, cookies: dict[str, str] | None = None) -> httpx.AsyncClient:
     app = Starlette(routes=shop_pages.routes)
-    app.state.db = FakeDb(rows, down)
     store = MemorySessionStore()
-    app.state.sessions = sessions = Sessions(SessionCodec(SECRET, 3600),
-                                             cookie_policy("http://127.0.0.1:8000"), store)
+    sessions = Sessions(SessionCodec(SECRET, 3600), cookie_policy("http://127.0.0.1:8000"),
+                        store)
+    settings = Settings(database_url="postgresql://unused", redis_url=None,
+                        secret_key=SECRET, admin_token="unit-admin-token")
+    app.state.shared = Shared(settings, cast(Database, FakeDb(rows, down)), None, sessions)
     jar = dict(cookies or {})
     if account is not None:  # a live session, as signing in makes one
         session_id = new_session_id()

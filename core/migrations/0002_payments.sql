@@ -1,17 +1,20 @@
--- 0005: checkout and payments. Orders now exist from the start of checkout
+-- 0002: checkout and payments. Orders exist from the start of checkout
 -- (PENDING) and carry a payment status; every call to the provider is a
 -- payment operation whose id is the provider idempotency key; verified
 -- webhooks are deduplicated by provider event id; tickets are issued from
 -- order.confirmed once the payment is captured; outbox rows remember their
--- transaction so the relay never overtakes one still in flight.
+-- transaction so the relay never overtakes one still in flight. The steps
+-- themselves are functions: onsale_checkout_begin, onsale_payment_apply,
+-- onsale_payment_abandon, onsale_issue_tickets (core/sql/functions/).
 
 -- The one-time payment grace: set when the hold first enters
 -- PAYMENT_PENDING, never extended afterwards.
 ALTER TABLE holds ADD COLUMN grace_until timestamptz;
 
+-- FAILED: the payment never happened (not found at the provider past the grace).
 ALTER TABLE orders ADD COLUMN payment_status text NOT NULL DEFAULT 'PENDING'
     CHECK (payment_status IN ('PENDING', 'REQUIRES_ACTION', 'AUTHORIZED', 'CAPTURED',
-                              'DECLINED', 'UNKNOWN', 'VOIDED', 'CAPTURE_FAILED'));
+                              'DECLINED', 'UNKNOWN', 'VOIDED', 'CAPTURE_FAILED', 'FAILED'));
 ALTER TABLE orders ADD COLUMN cancel_reason text;
 ALTER TABLE orders ADD COLUMN checkout_key text;
 
@@ -90,32 +93,6 @@ CREATE TABLE tickets (
 -- so a row committed late with a lower id is never skipped or overtaken.
 ALTER TABLE outbox ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id();
 
--- Issue the tickets of an order from its order.confirmed message. Idempotent:
--- a duplicate delivery issues nothing new. Tickets wait for the capture, so
--- a compensation (capture definitively failed) always comes before any ticket.
---   'issued'     tickets written now
---   'duplicate'  they already existed
---   'wait'       confirmed, payment not captured yet: deliver again later
---   'cancelled'  the order is not (or no longer) confirmed: nothing to issue
-CREATE FUNCTION onsale_issue_tickets(p_order_id uuid) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_order record;
-    v_count integer;
-BEGIN
-    SELECT o.order_id, o.status, o.payment_status, o.event_id INTO v_order
-    FROM orders o WHERE o.order_id = p_order_id FOR SHARE;
-    IF NOT FOUND OR v_order.status <> 'CONFIRMED' THEN
-        RETURN 'cancelled';
-    END IF;
-    IF v_order.payment_status <> 'CAPTURED' THEN
-        RETURN 'wait';
-    END IF;
-    INSERT INTO tickets (order_id, event_id, seat_id, code)
-    SELECT p_order_id, oi.event_id, oi.seat_id,
-           upper(replace(gen_random_uuid()::text, '-', ''))
-    FROM order_items oi WHERE oi.order_id = p_order_id AND oi.valid
-    ON CONFLICT (order_id, seat_id) DO NOTHING;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    RETURN CASE WHEN v_count > 0 THEN 'issued' ELSE 'duplicate' END;
-END $$;
+-- An idempotency record answers a hold request or a checkout request.
+ALTER TABLE idempotency_keys ADD COLUMN scope text NOT NULL DEFAULT 'hold'
+    CHECK (scope IN ('hold', 'checkout'));

@@ -1,4 +1,4 @@
--- 0007: the waiting room's settings per event (edge/, docs/edge.md). Postgres
+-- 0003: the waiting room's settings per event (edge/, docs/edge.md). Postgres
 -- stays the authority for event configuration; Redis holds only the live
 -- queue. The policy is frozen once the sale opens (checked by the operator
 -- route, which compares with onsale_at by database time).

@@ -1,14 +1,17 @@
--- 0004: onsale_hold with a cheaper losing path. Same contract as 0002.
+-- onsale_hold: hold exactly these seats, all or nothing, in one transaction
+-- and one round trip (core/hold_store.py, core/sql/holds.sql). Returns
+-- (status_code, body, lock_wait_ms, replayed): 201 and the hold, 409
+-- seats_unavailable as a row (the common refusal), or the replayed response
+-- of an earlier request with this key; the rare refusals raise (OS4xx).
 --
--- Most attempts on a hot seat lose. 0002 answered them with a replay check,
--- the event read, a sort, the seat read and a second replay check, spread
--- over nested function calls. Here the event read and the seat read (which
--- also sorts and de-duplicates) come first, inline, and the replay check
--- runs once, after the seat read: a twin request with our key that committed
--- before that read is therefore visible to it. Every path still checks for a
--- replay before it answers or writes: the losing path here, the winning path
--- under the advisory lock in onsale_hold_limit. A key reused with another
--- body is still refused (409 idempotency_conflict) on both paths.
+-- Most attempts on a hot seat lose, so the losing path is cheap: the event
+-- read and the seat read (which also sorts and de-duplicates) come first,
+-- inline, and the replay check runs once, after the seat read: a twin
+-- request with our key that committed before that read is therefore visible
+-- to it. Every path still checks for a replay before it answers or writes:
+-- the losing path here, the winning path under the advisory lock in
+-- onsale_hold_limit. A key reused with another body is refused (409
+-- idempotency_conflict) on both paths.
 
 CREATE OR REPLACE FUNCTION onsale_hold(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_seat_ids integer[],

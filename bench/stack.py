@@ -1,0 +1,226 @@
+"""Throwaway onsale stacks for the benchmarks, and what a bench needs from a server.
+
+- ``start_dev``: ``onsale dev`` in a fresh temporary data directory on a free port (its
+  own embedded PostgreSQL with default durability, Valkey and the provider simulator),
+  with the settings a bench needs (``BENCH_LIMITS``: one address signs up and joins
+  hundreds of shoppers);
+- ``start_role``: one ``onsale serve --role ...`` process, ready when its /healthz answers;
+- ``run_audit``: ``onsale audit`` against a database: every bench that writes holds or
+  orders ends with it;
+- ``refused``: the error a bench stops with when an external server throttles it, naming
+  the setting to raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ONSALE = str(Path(sys.executable).with_name("onsale"))
+SECRET = "bench-secret-key-0123456789abcdef"
+ADMIN = "bench-admin-token-0123456789"
+
+# A bench signs up and joins all its shoppers from 127.0.0.1: the per-address
+# throttles (docs/configuration.md, docs/security.md#sign-in-and-sign-up-throttling)
+# would stop it after 60 sign-ups a minute and a burst of 100 joins.
+BENCH_LIMITS = {
+    "ONSALE_SIGNIN_LIMIT_IP": "100000",
+    "ONSALE_JOIN_LIMIT_IP": "100000",
+    "ONSALE_POLL_LIMIT_IP": "1000000",
+}
+# What each throttled route's 429 means for a bench, and the setting to raise.
+THROTTLES = {
+    "/api/accounts": "ONSALE_SIGNIN_LIMIT_IP (sign-ups per address per minute)",
+    "/api/session": "ONSALE_SIGNIN_LIMIT_IP (sign-ins per address per minute)",
+    "/queue": "ONSALE_JOIN_LIMIT_IP (joins per address per minute, per edge process)",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def refused(status: int, path: str, body: bytes) -> SystemExit:
+    """The SystemExit for an unexpected answer during a bench's setup; a 429 names the
+    setting the server must be started with."""
+    try:
+        code = json.loads(body).get("code", "")
+    except ValueError:
+        code = ""
+    if status == 429:
+        setting = next((v for k, v in THROTTLES.items() if k in path), "its rate limits")
+        return SystemExit(
+            f"{path} answered 429 {code or 'rate_limited'}: the server throttles this bench, "
+            f"which sends everything from one address. Start it with {setting} raised, e.g.\n"
+            + "  " + " ".join(f"{k}={v}" for k, v in BENCH_LIMITS.items())
+            + " .venv/bin/onsale dev\n"
+            "(or run the bench without --url: it starts its own server with them raised).")
+    return SystemExit(f"{path} answered {status} {code}: {body[:300]!r}")
+
+
+@dataclass
+class DevServer:
+    """One ``onsale dev`` process and its data directory."""
+
+    process: subprocess.Popen[str]
+    port: int
+    admin_token: str
+    data_dir: Path
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def database_url(self) -> str:
+        return database_url(self.data_dir, from_env=False)
+
+    def rss_mib(self) -> float:
+        return rss_mib(self.process.pid)
+
+    def stop(self, *, remove: bool = False) -> None:
+        """Stop it; ``remove``: its data directory too (else it is kept, and named)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)  # dev stops its embedded servers
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        tidy(self.data_dir, remove)
+
+
+def tidy(directory: Path, remove: bool) -> None:
+    """A bench's temporary directory (databases, logs) once its servers are stopped:
+    removed after a clean run, kept after a failure so it can be looked into."""
+    if remove:
+        shutil.rmtree(directory, ignore_errors=True)
+    elif directory.exists():
+        print(f"kept {directory} (databases and logs of this run)", file=sys.stderr)
+
+
+def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
+              prefix: str = "onsale-bench-") -> DevServer:
+    """``onsale dev`` on a free port in a new temporary data directory; ``env`` is added
+    to the environment (``BENCH_LIMITS`` for the benches that sign up many shoppers).
+    ``seats``: the demo event it seeds."""
+    data = Path(tempfile.mkdtemp(prefix=prefix))
+    port = free_port()
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL")}
+    full.update({"ONSALE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
+                 "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN, **(env or {})})
+    process = subprocess.Popen([ONSALE, "dev", "--port", str(port), "--seats", str(seats)],
+                               env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    log: list[str] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.append(line)
+            if "serving on" in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(300) or process.poll() is not None:
+        server = DevServer(process, port, ADMIN, data, log)
+        server.stop()
+        raise SystemExit("onsale dev did not start:\n" + "".join(log[-30:]))
+    return DevServer(process, port, ADMIN, data, log)
+
+
+def database_url(data_dir: Path, *, from_env: bool = True) -> str:
+    """DATABASE_URL (unless ``from_env`` is False), else the embedded cluster of an
+    ``onsale dev`` data directory (over TCP, as psql and pgbench reach it)."""
+    url = os.environ.get("DATABASE_URL") if from_env else None
+    if url:
+        return url
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    if not pid_file.exists():
+        raise SystemExit(f"no running PostgreSQL in {data_dir / 'pg'}: set DATABASE_URL or "
+                         "--data-dir to the server's")
+    lines = pid_file.read_text().splitlines()
+    return f"postgresql://postgres@127.0.0.1:{int(lines[3])}/postgres"
+
+
+def start_role(role: str, env: dict[str, str], port: int,
+               log: Path) -> subprocess.Popen[bytes]:
+    """``onsale serve --role <role>`` on ``port``, output to ``log``; returns once its
+    /healthz answers (exits with the log's tail if it does not)."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen([ONSALE, "serve", "--role", role, "--host", "127.0.0.1",
+                                 "--port", str(port)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the {role} process exited ({proc.returncode}):\n"
+                             + log.read_text()[-2000:])
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                return proc
+        except urllib.error.HTTPError:  # answering, e.g. 503 while it warms up
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"the {role} process did not answer /healthz within 60 s; see {log}")
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in reversed(procs):
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run_audit(db_url: str, bench: str) -> int:
+    """``onsale audit`` against ``db_url``: prints its report and a figure line, returns the
+    number of violations (0 or 1 for "some": the CLI exits 1 on any). Exits if the audit
+    itself could not run (exit 2)."""
+    from bench.figures import figure
+
+    env = {**os.environ, "DATABASE_URL": db_url}
+    result = subprocess.run([ONSALE, "audit"], env=env, capture_output=True, text=True,
+                            timeout=300, check=False)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"onsale audit could not run the checks (exit {result.returncode})")
+    count = 0
+    for line in result.stdout.splitlines():
+        if line.startswith("audit: ") and "violation(s)" in line:
+            count = int(line.split()[1])
+    if result.returncode == 1 and count == 0:
+        count = 1
+    figure(f"{bench}.violations", count, "count")
+    return count

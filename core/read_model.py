@@ -1,0 +1,165 @@
+"""The read side: events, holds and orders as the JSON documents the API returns.
+
+The API routes (``core/events.py``, ``core/holds.py``, ``core/checkout.py``) and the
+server-rendered pages (``web/``) both read through these functions, so a page and
+the API cannot disagree about what an event, a hold or an order is. Nothing here
+writes. Each ``*_document(db, ...)`` takes one pool connection; ``*_document_on(conn,
+...)`` reads on a connection the caller already holds (inside its transaction, or
+right after a write on the same connection). ``None`` means there is no such row
+(or it belongs to another account): the caller says which 404 that is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from onsale.core.hold_rules import effective_status
+from onsale.core.queries import queries
+from onsale.kernel.db import Database
+from onsale.kernel.timefmt import utc_iso
+
+# ---- shaping: a row of the named query -> the API's JSON --------------------
+
+
+def event_json(row: Any) -> dict[str, Any]:
+    """An ``events`` row as ``GET /api/events/{event_id}`` returns it."""
+    return {
+        "event_id": row["event_id"],
+        "name": row["name"],
+        "venue_name": row["venue_name"],
+        "starts_at": utc_iso(row["starts_at"]),
+        "onsale_at": utc_iso(row["onsale_at"]),
+        "currency": row["currency"],
+        "seat_count": row["seat_count"],
+        "hold_ttl_seconds": row["hold_ttl_seconds"],
+        "max_tickets_per_account": row["max_tickets_per_account"],
+        "max_seats_per_hold": row["max_seats_per_hold"],
+        "price_tiers": row["tiers"] or [],
+        "queue": queue_json(row),
+        "links": {
+            "venue": f"/api/events/{row['event_id']}/venue",
+            "holds": f"/api/events/{row['event_id']}/holds",
+            "queue": f"/api/events/{row['event_id']}/queue",
+        },
+    }
+
+
+def queue_json(row: Any) -> dict[str, Any]:
+    """The published waiting-room policy (docs/edge.md): how places are given,
+    from when, and the random draw's commitment, then its revealed seed."""
+    return {
+        "policy": row["queue_policy"],
+        "prequeue_at": utc_iso(row["prequeue_at"]) if row["prequeue_at"] else None,
+        "pow_difficulty": row["pow_difficulty"],
+        "draw": None if row["draw_commitment"] is None else {
+            "commitment": row["draw_commitment"],
+            "seed": row["draw_seed"],
+            "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
+            "verify": f"/api/events/{row['event_id']}/queue/draw",
+        },
+    }
+
+
+def hold_json(row: Any) -> dict[str, Any]:
+    """A ``get_hold`` row as ``GET /api/holds/{hold_id}`` returns it (a HELD hold
+    past its deadline reads as EXPIRED, by the database's clock)."""
+    return {
+        "hold_id": str(row["hold_id"]),
+        "event_id": row["event_id"],
+        "status": effective_status(row["status"], row["expires_at"], row["db_now"]),
+        "expires_at": utc_iso(row["expires_at"]),
+        "seats": row["seats"],
+        "amount_minor": row["amount_minor"],
+        "currency": row["currency"],
+    }
+
+
+def order_json(row: Any) -> dict[str, Any]:
+    """An ``order_for_account`` row as ``GET /api/orders/{order_id}`` returns it."""
+    return {
+        "order_id": str(row["order_id"]),
+        "hold_id": str(row["hold_id"]),
+        "event_id": row["event_id"],
+        "order_status": row["status"],
+        "payment_status": row["payment_status"],
+        "next_action": row["next_action"],
+        "amount_minor": row["amount_minor"],
+        "currency": row["currency"],
+        "seats": row["seats"],
+        "tickets": row["tickets"],
+        "cancel_reason": row["cancel_reason"],
+        "hold_expires_at": utc_iso(row["expires_at"]),
+        "payment_deadline": utc_iso(row["grace_until"]) if row["grace_until"] else None,
+        "created_at": utc_iso(row["created_at"]),
+        "updated_at": utc_iso(row["updated_at"]),
+    }
+
+
+# ---- events -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventListing:
+    """Event documents and the database's clock when they were read (the
+    console judges "on sale" and "over" by the clock holds are judged by)."""
+
+    events: list[dict[str, Any]]
+    now: datetime
+
+
+async def event_document_on(conn: Any, event_id: int) -> dict[str, Any] | None:
+    row = await conn.fetchrow(queries("events")["events"], event_id)
+    return None if row is None else event_json(row)
+
+
+async def event_document(db: Database, event_id: int) -> dict[str, Any] | None:
+    """``GET /api/events/{event_id}``'s document; None: no such event."""
+    async with db.connection() as conn:
+        return await event_document_on(conn, event_id)
+
+
+async def event_documents(db: Database) -> list[dict[str, Any]]:
+    """``GET /api/events``'s ``events``: every event, by on-sale time."""
+    async with db.connection() as conn:
+        rows = await conn.fetch(queries("events")["events"], None)
+    return [event_json(r) for r in rows]
+
+
+async def event_listing(db: Database, event_id: int | None = None) -> EventListing:
+    """Every event (or the one asked for: an empty list if there is none) and
+    ``now()`` read on the same connection."""
+    async with db.connection() as conn:
+        rows = await conn.fetch(queries("events")["events"], event_id)
+        now = await conn.fetchval("SELECT now()")
+    return EventListing([event_json(r) for r in rows], now)
+
+
+# ---- holds ------------------------------------------------------------------
+
+
+async def hold_document_on(conn: Any, hold_id: uuid.UUID,
+                           account_id: uuid.UUID) -> dict[str, Any] | None:
+    row = await conn.fetchrow(queries("holds")["get_hold"], hold_id, account_id)
+    return None if row is None else hold_json(row)
+
+
+async def hold_document(db: Database, hold_id: uuid.UUID,
+                        account_id: uuid.UUID) -> dict[str, Any] | None:
+    """``GET /api/holds/{hold_id}``'s document; None: no such hold of this account."""
+    async with db.connection() as conn:
+        return await hold_document_on(conn, hold_id, account_id)
+
+
+# ---- orders -----------------------------------------------------------------
+
+
+async def order_document(db: Database, order_id: uuid.UUID,
+                         account_id: uuid.UUID) -> dict[str, Any] | None:
+    """``GET /api/orders/{order_id}``'s document; None: no such order of this account."""
+    async with db.connection() as conn:
+        row = await conn.fetchrow(queries("payments")["order_for_account"], order_id,
+                                  account_id)
+    return None if row is None else order_json(row)

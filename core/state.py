@@ -1,0 +1,61 @@
+"""Core's typed state in a process, and the admission check the root injects."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from typing import Protocol, cast
+
+from starlette.requests import HTTPConnection
+
+from onsale.core.metrics import Metrics
+from onsale.core.password_pool import PasswordPool
+from onsale.core.payments import Payments
+from onsale.core.signin_throttle import SigninThrottle
+from onsale.kernel.config import Settings
+from onsale.kernel.db import Database
+from onsale.kernel.problems import Problem
+
+
+class Admission(Protocol):
+    """The waiting room's admission check, which sales routes call before any other
+    work (docs/edge.md#the-gate). The root injects the edge's gate."""
+
+    async def check(self, connection: HTTPConnection, event_id: int,
+                    account: uuid.UUID) -> object:
+        """Return if the account is admitted to the event; raise a Problem otherwise."""
+
+    def presented(self, connection: HTTPConnection) -> bool:
+        """Whether the request carries any admission token at all."""
+
+
+class _NoAdmission:
+    """For a process that serves no sales route (a worker): refuses, fail closed."""
+
+    async def check(self, connection: HTTPConnection, event_id: int,
+                    account: uuid.UUID) -> object:
+        raise Problem(503, "admission_unavailable")
+
+    def presented(self, connection: HTTPConnection) -> bool:
+        return False
+
+
+NO_ADMISSION: Admission = _NoAdmission()
+
+
+@dataclass
+class CoreState:
+    settings: Settings
+    db: Database
+    metrics: Metrics
+    admission: Admission
+    throttle: SigninThrottle
+    passwords: PasswordPool
+    payments: Payments | None = None
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+
+def core_state(connection: HTTPConnection) -> CoreState:
+    """Core's state in this process (set by the composition root's lifespan)."""
+    return cast(CoreState, connection.app.state.core)

@@ -1,0 +1,102 @@
+"""The core tier: its routes, and what it runs in a process (the API's parts and,
+where the role says so, the background work), yielded as typed state.
+
+The composition root (``onsale.compose``) opens the shared parts and injects the
+admission check: core never imports the waiting room."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from redis.asyncio import Redis
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from onsale.core import accounts, checkout, events, holds, webhooks
+from onsale.core.background import start_background
+from onsale.core.health import run_health_reporter
+from onsale.core.metrics import Metrics
+from onsale.core.password_pool import PasswordPool
+from onsale.core.payments import Payments
+from onsale.core.psp_client import PspClient
+from onsale.core.reconciler import run_reconciler
+from onsale.core.signin_throttle import SigninThrottle, signin_limits
+from onsale.core.state import Admission, CoreState, core_state
+from onsale.core.sweeper import run_sweeper
+from onsale.kernel.config import Settings
+from onsale.kernel.db import Database
+from onsale.kernel.dependency import background_redis
+from onsale.kernel.shared import Shared
+from onsale.kernel.tasks import stop_background
+
+
+async def readyz(request: Request) -> Response:
+    async with core_state(request).db.connection() as conn:
+        await conn.fetchval("SELECT 1")
+    return JSONResponse({"status": "ready"})
+
+
+def core_routes() -> list[BaseRoute]:
+    return [
+        *accounts.routes,
+        *events.routes,
+        *holds.routes,
+        *checkout.routes,
+        *webhooks.routes,
+        Route("/readyz", readyz, methods=["GET"]),
+    ]
+
+
+def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Payments | None:
+    """The provider client and payment driver, when a provider is configured."""
+    if settings.psp_url is None:
+        return None
+    client = PspClient(settings.psp_url, settings.psp_api_key, settings.psp_timeout,
+                       allow_simulator=settings.allow_simulator)
+    return Payments(db, client, settings, metrics)
+
+
+@contextlib.asynccontextmanager
+async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *,
+                       api: bool = True, background: bool = False) -> AsyncIterator[CoreState]:
+    """``api``: the parts the routes use, and the health reports the admitter reads.
+    ``background``: the expiry sweeper, the payment reconciler and (with Redis) the
+    outbox relay and ticket consumer, in this process (a worker; ``onsale dev``)."""
+    settings, db = shared.settings, shared.database
+    state = CoreState(settings, db, metrics, admission,
+                      SigninThrottle(signin_limits(settings),
+                                     timeout=settings.session_store_timeout),
+                      PasswordPool(settings.password_workers, settings.password_queue),
+                      build_payments(db, settings, metrics))
+    bulk: Redis | None = None
+    try:
+        if api and shared.redis is not None:
+            state.throttle.attach(shared.redis)
+            state.tasks.append(asyncio.create_task(
+                run_health_reporter(db, shared.redis, metrics), name="onsale-core-health"))
+        if background:
+            state.tasks.append(asyncio.create_task(
+                run_sweeper(db.pool, metrics, settings.sweep_interval, settings.sweep_batch),
+                name="onsale-sweeper"))
+            if state.payments is not None:
+                state.tasks.append(asyncio.create_task(
+                    run_reconciler(state.payments, settings.reconcile_interval),
+                    name="onsale-reconciler"))
+            if settings.redis_url is not None:
+                bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
+                state.tasks += await start_background(
+                    db.pool, bulk, metrics, stream_maxlen=settings.outbox_stream_maxlen,
+                    retention_seconds=settings.outbox_retention_seconds,
+                    crash_at=settings.crash_at)
+        yield state
+    finally:
+        await stop_background(state.tasks)
+        state.passwords.close()
+        if bulk is not None:
+            await bulk.aclose()
+        if state.payments is not None:
+            await state.payments.drain()
+            await state.payments.client.close()

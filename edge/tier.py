@@ -1,0 +1,50 @@
+"""The edge tier (the waiting room, its admitter and the operators' routes): its
+routes, and what it runs in a process, yielded as typed state (``Edge``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from onsale.edge import ops, ops_dashboard, routes
+from onsale.edge.gate import Gate
+from onsale.edge.pow import RiskHook, no_risk
+from onsale.edge.runtime import Edge, build_edge, start_edge, stop_edge
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.dependency import background_redis
+from onsale.kernel.shared import Shared
+
+
+def edge_routes() -> list[BaseRoute]:
+    return [*routes.routes, *ops.routes, *ops_dashboard.routes]
+
+
+def require_redis(settings: Settings) -> str:
+    if settings.redis_url is None:
+        raise ConfigError("the edge needs REDIS_URL (the waiting room lives in Redis)")
+    return settings.redis_url
+
+
+@contextlib.asynccontextmanager
+async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
+                       risk: RiskHook = no_risk,
+                       capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+                       ) -> AsyncIterator[Edge]:
+    """The refreshers and the "seen" writer; with ``admitter`` the admitter too, with a
+    background Redis client of its own for the draw's large replies."""
+    redis_url = require_redis(shared.settings)
+    if shared.redis is None:
+        raise ConfigError("the edge needs the process's Redis client")
+    async with contextlib.AsyncExitStack() as stack:
+        bulk = None
+        if admitter:
+            bulk = background_redis(redis_url)
+            stack.push_async_callback(bulk.aclose)
+        edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
+                          capture_status=capture_status)
+        start_edge(edge, admitter=admitter, bulk=bulk)
+        stack.push_async_callback(stop_edge, edge)
+        yield edge

@@ -1,0 +1,105 @@
+"""Building blocks of the OpenAPI document, and the document of an app from the parts
+its tiers serve (each tier declares an ``ApiSpec``; the composition root merges them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+def problem(*codes: str) -> dict[str, Any]:
+    return {
+        "description": "Problem details; code is one of: " + ", ".join(codes),
+        "content": {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}},
+        },
+    }
+
+
+def json_body(schema_ref: str, description: str = "OK") -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema_ref}"}}},
+    }
+
+
+EVENT_ID = {"name": "event_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["type", "title", "status", "code"], "properties": {
+        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+        "code": {"type": "string"}, "detail": {"type": "string"}}}
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    """What one tier serves: its paths and schemas, and the unsafe paths that read
+    raw bytes rather than a JSON object (no 415 for those)."""
+
+    name: str
+    paths: dict[str, dict[str, Any]]
+    schemas: dict[str, Any] = field(default_factory=dict)
+    raw_body_paths: tuple[str, ...] = ()
+
+
+_UNSAFE = ("post", "put", "patch", "delete")
+
+
+def with_refusals(paths: dict[str, Any], raw_body_paths: Sequence[str] = ()) -> dict[str, Any]:
+    """Every unsafe operation can be ``403 cross_site_request`` (kernel.security), and
+    every one that reads a JSON body ``415 unsupported_media_type`` (kernel.inputs)."""
+    out: dict[str, Any] = {}
+    for path, item in paths.items():
+        out[path] = dict(item)
+        for method, op in item.items():
+            if method not in _UNSAFE:
+                continue
+            responses = dict(op["responses"])
+            extra = [("403", "cross_site_request")]
+            if "requestBody" in op and path not in raw_body_paths:
+                extra.append(("415", "unsupported_media_type"))
+            for status, code in extra:
+                found = responses.get(status)
+                if found is None or "application/problem+json" not in found.get("content", {}):
+                    responses[status] = problem(code)
+                else:
+                    responses[status] = {**found,
+                                         "description": f"{found['description']}, {code}"}
+            out[path][method] = {**op, "responses": responses}
+    return out
+
+
+def document(specs: Sequence[ApiSpec]) -> dict[str, Any]:
+    """The document of what an app serves (core, the edge, the seat map, or all in dev)."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {"Problem": PROBLEM_SCHEMA}
+    raw: list[str] = []
+    for spec in specs:
+        paths.update(spec.paths)
+        schemas.update(spec.schemas)
+        raw += spec.raw_body_paths
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "onsale API (" + " + ".join(s.name for s in specs) + ")",
+                 "version": "0.1.0"},
+        "paths": with_refusals(paths, raw),
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"admin": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def openapi_route(specs: Sequence[ApiSpec]) -> Route:
+    """``GET /openapi.json``: the document, built once."""
+    body = document(specs)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(body)
+
+    return Route("/openapi.json", openapi, methods=["GET"])

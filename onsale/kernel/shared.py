@@ -1,0 +1,37 @@
+"""What the tiers of one process share, opened once by the composition root
+(``onsale.kernel.process.running_shared``): the settings, the request path's database
+pool and Redis client (one circuit breaker each per process), and the sessions.
+Handlers read it through :func:`shared`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from starlette.requests import HTTPConnection
+
+if TYPE_CHECKING:
+    from onsale.kernel.config import Settings
+    from onsale.kernel.db import Database
+    from onsale.kernel.dependency import GuardedRedis
+    from onsale.kernel.sessions import Sessions
+
+
+@dataclass(frozen=True)
+class Shared:
+    settings: Settings
+    db: Database | None          # None: no tier of this process reads the database
+    redis: GuardedRedis | None   # None: REDIS_URL unset, or no tier needs it
+    sessions: Sessions           # its store is Redis: without one it answers 503
+
+    @property
+    def database(self) -> Database:
+        """The pool, for a tier that is only started where there is one."""
+        if self.db is None:
+            raise RuntimeError("this process opened no database pool")
+        return self.db
+
+
+def shared(connection: HTTPConnection) -> Shared:
+    """The process's shared parts (set by the composition root's lifespan)."""
+    return cast(Shared, connection.app.state.shared)
