@@ -157,7 +157,7 @@ def verdict(ip_ms: int, email: list[int]) -> int | None:
 
 
 class SigninThrottle:
-    """``app.state.throttle``; ``attach`` gives it its Redis (in the lifespan)."""
+    """``CoreState.throttle``; ``attach`` gives it its Redis (in the lifespan)."""
 
     def __init__(self, limits: Limits, redis: Redis | None = None, *, timeout: float = 0.5,
                  clock: Callable[[], float] = time.time) -> None:

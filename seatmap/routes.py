@@ -9,10 +9,10 @@ is down (no live consumer) it reads the table instead, at most once per
 rate. ``WS /ws/events/{event_id}/seatmap?since=VERSION`` is documented in
 docs/seatmap-protocol.md.
 
-Both routes call ``app.state.seatmap.gate(connection, event_id)`` first: the
-admission gate plugs in there (compose.py); the default admits everyone. The
-socket's own limits (origin, sockets per account, what a client may send, the
-admission's expiry and revocation) are in seatmap/sockets.py and
+Both routes call ``seatmap_state(connection).gate(connection, event_id)`` first: the
+admission gate plugs in there (the composition root, onsale/compose.py); the default
+admits everyone. The socket's own limits (origin, sockets per account, what a client may
+send, the admission's expiry and revocation) are in seatmap/sockets.py and
 docs/security.md#websockets.
 """
 

@@ -28,7 +28,6 @@ class RequestLimit:
         self.app = app
         self.limit = limit
         self.in_progress = 0
-        self.state = getattr(app, "state", None)  # _serve reads app.state settings
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

@@ -185,7 +185,7 @@ async def test_a_slow_client_is_cut_off_without_delaying_others(
 
 
 def _metric(app: Any, name: str) -> float:
-    text = generate_latest(app.state.core.metrics.registry).decode()
+    text = generate_latest(app.state.seatmap.hub.metrics.registry).decode()
     found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     return float(found[1]) if found else 0.0
 

@@ -232,8 +232,8 @@ async def test_worker_role_relays_and_issues(
     db_url: str, conn: Any, valkey: EmbeddedValkey, redis_client: Redis,
 ) -> None:
     app = build_app("worker", make_settings(db_url, redis_url=valkey.url))
-    metrics: Metrics = app.state.core.metrics
     async with app.router.lifespan_context(app):
+        metrics: Metrics = app.state.core.metrics
         order_id = await make_order(conn, [8, 9])
 
         async def done() -> bool:
