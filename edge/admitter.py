@@ -18,6 +18,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from onsale.core.event_store import commit_draw_seed
 from onsale.edge.admission import RateMeter, admit_budget
 from onsale.edge.caches import EventConfig, every
 from onsale.edge.controller import Bounds, Decision, Health, Targets, decide
@@ -184,8 +185,6 @@ class Admitter:
         async with self.edge.db.slow_connection() as conn:
             secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
             if secret is None:  # no seed committed: nothing to draw by
-                from onsale.core.event_store import commit_draw_seed
-
                 await commit_draw_seed(conn, event_id)
                 secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
             members = sorted(await store.participants(event_id))
