@@ -3,7 +3,7 @@
 Sign-in and sign-up are throttled per client address and per email across
 processes (``core.signin_throttle``) and hash passwords in a bounded pool
 (``core.password_pool``); sessions are server-side records
-(``core.sessions``). docs/security.md#sessions and
+(``kernel.sessions``). docs/security.md#sessions and
 #sign-in-and-sign-up-throttling explain the limits.
 """
 

@@ -83,7 +83,7 @@ class Fenced(Exception):
 
 
 def connect(url: str, max_connections: int = 64, wait: float = 0.25) -> Redis:
-    """A request-path client (core.dependency.request_redis): requests wait up to
+    """A request-path client (kernel.dependency.request_redis): requests wait up to
     ``wait`` seconds for a free connection, a connect and an answer, then fail
     fast behind a circuit breaker. Apps use ``request_redis_for(settings)``."""
     return request_redis(url, timeout=wait, pool_wait=2 * wait, max_connections=max_connections)

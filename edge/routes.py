@@ -258,7 +258,7 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
 
 async def poll(request: Request) -> Response:
     edge = edge_state(request)
-    account = signed_account(request)  # no Redis on a poll (core.sessions.signed_account)
+    account = signed_account(request)  # no Redis on a poll (kernel.sessions.signed_account)
     event_id = int_path(request, "event_id", "event_not_found")
     _limit((edge.poll_ip, edge.poll_account), (client_ip(request), str(account)))
     presented = read_ticket(request, edge, event_id, account)

@@ -164,7 +164,7 @@ TICKET_COOKIE = "onsale_queue_"
 
 def admission_cookie(event_id: int, prefix: str = "") -> str:
     """One cookie per event, so a browser can shop two events without one
-    admission overwriting the other. ``prefix``: ``core.cookies.cookie_policy``'s
+    admission overwriting the other. ``prefix``: ``kernel.cookies.cookie_policy``'s
     (``__Host-`` when the site is served over https)."""
     return f"{prefix}{ADMISSION_COOKIE}{event_id}"
 

@@ -36,7 +36,7 @@ class Admitted(Protocol):
 
 
 def origin_allowed(origin: str | None, allowed: frozenset[str] | None) -> bool:
-    """A handshake's ``Origin`` against the site's origins (``core.origins.public_origins``).
+    """A handshake's ``Origin`` against the site's origins (``kernel.origins.public_origins``).
 
     Browsers send ``Origin`` on every WebSocket handshake, so a page on another
     site (cross-site WebSocket hijacking with the shopper's cookies) is

@@ -4,7 +4,7 @@ API (password hashing and throttling are tested on their own):
 - ``mint_cookie``: a real session record written to the deployment's Valkey
   (synchronously, so that sync helpers such as ``Api.client`` can use it) and
   the signed cookie value that goes with it;
-- ``MemorySessionStore``: an in-process stand-in for ``core.session_store``
+- ``MemorySessionStore``: an in-process stand-in for ``kernel.session_store``
   for unit tests without servers (``down`` makes it fail like an outage).
 """
 
@@ -39,7 +39,7 @@ def _client(url: str) -> redis.Redis:
 
 
 class MemorySessionStore:
-    """The ``core.session_store.SessionStore`` interface, in a dict."""
+    """The ``kernel.session_store.SessionStore`` interface, in a dict."""
 
     def __init__(self) -> None:
         self.records: dict[uuid.UUID, set[str]] = {}

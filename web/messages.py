@@ -1,7 +1,7 @@
 """Every problem code the API can return, as a sentence for a shopper or an
 operator. The pages show these, never a status line or raw JSON
 (``web/static/js/api.js`` reads them from the page; tests/unit/test_web_messages.py
-checks that every code in ``core.problems.TITLES`` has one)."""
+checks that every code in ``kernel.problems.TITLES`` has one)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The shopper web app and the operator console: server-rendered pages and the
-static JavaScript they load (docs/web.md). Mounted by ``onsale dev`` and the
-edge role."""
+static JavaScript they load (docs/web.md). Served by the core role and ``onsale dev``."""
 
 from __future__ import annotations
 

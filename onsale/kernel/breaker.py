@@ -9,7 +9,7 @@ dependency answered).
 
 ``allow``, ``success`` and ``failure`` return a ``Change`` when the state
 changed in a way worth one log line: ``OPENED`` (the dependency went away) or
-``CLOSED`` (it came back). The async glue (``core.dependency``) logs them.
+``CLOSED`` (it came back). The async glue (``kernel.dependency``) logs them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A ``Dependency`` is one backing service as one process sees it (a Redis/Valkey
 client, a PostgreSQL pool): a bound on every call and a circuit breaker
-(``core.breaker``). A call that does not answer within the bound, or fails
+(``kernel.breaker``). A call that does not answer within the bound, or fails
 to connect, counts as a failure; while the breaker is open calls fail at
 once. Either way the caller gets ``DependencyUnavailable`` (the routes turn it
 into their documented ``503``), and the log says once that the dependency
@@ -72,7 +72,7 @@ class Dependency:
         self.slots = asyncio.Semaphore(slots) if slots is not None else None
         self.queue_wait = queue_wait
 
-    # --- the verdicts, for callers that bracket a call themselves (core.db) --------------
+    # --- the verdicts, for callers that bracket a call themselves (kernel.db) --------------
 
     def admit(self) -> str | None:
         """``"call"``, ``"probe"`` (the one call a half-open breaker lets through) or

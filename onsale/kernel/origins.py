@@ -1,7 +1,7 @@
 """Which pages may make state-changing requests, and the page policy (pure).
 
 The verdict is a function of the method, two request headers and the configured
-public origins, so it is tested with literal inputs; ``core.security`` applies
+public origins, so it is tested with literal inputs; ``kernel.security`` applies
 it to every request (docs/security.md#cross-site-request-forgery).
 """
 

@@ -62,7 +62,7 @@ TITLES: dict[str, str] = {
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",
-    # The HTTP layer's refusals (onsale/http_limits.py, docs/security.md#bounded-http).
+    # The HTTP layer's refusals (onsale/kernel/http_limits.py, docs/security.md#bounded-http).
     "headers_too_large": "The request headers are too large",
     "payload_too_large": "The request body is too large",
     "request_timeout": "The request head took too long",

@@ -1,12 +1,12 @@
 """The origin check and the response headers, as one pure ASGI middleware.
 
-Installed on the core, edge and seat-map apps where they are built (and so on
-everything ``onsale dev`` mounts into core). Per request it does two things
+Put in front of every app that serves the core, edge or seat-map routes (the
+composition root builds them with it). Per request it does two things
 (docs/security.md):
 
 - refuses an unsafe request (POST, PUT, PATCH, DELETE) that a page on another
   origin made: ``403 cross_site_request`` before any route runs (the verdict is
-  ``core.origins.is_cross_site``);
+  ``kernel.origins.is_cross_site``);
 - adds headers to every response: ``X-Content-Type-Options: nosniff`` and
   ``Referrer-Policy``, ``Strict-Transport-Security`` when the public URL is
   https, and on HTML (and SVG) the Content-Security-Policy and

@@ -1,6 +1,6 @@
 """What one process remembers about session records (pure: no I/O, no clock).
 
-The session store (``core.session_store``) is the authority; this cache only
+The session store (``kernel.session_store``) is the authority; this cache only
 saves round trips on the hot path (holds, checkout, the seat map). Its rules:
 
 - "the record exists" is trusted for less than ``fresh_seconds`` (1 s by
@@ -10,7 +10,7 @@ saves round trips on the hot path (holds, checkout, the seat map). Its rules:
   random and never reused, so a revoked or expired record never comes back;
 - a session revoked by this process is gone here at once;
 - an answer this cache does not have is ``Verdict.READ``: ask the store
-  (``core.sessions.Sessions`` does, one read per key for a burst of requests).
+  (``kernel.sessions.Sessions`` does, one read per key for a burst of requests).
 
 Memory is bounded: at most ``max_entries`` keys, least recently used first out.
 """

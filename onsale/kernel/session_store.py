@@ -104,7 +104,7 @@ async def run_scripts(redis: Redis, calls: list[tuple[AsyncScript, list[str], li
 
 
 class Store(Protocol):
-    """What ``core.sessions.Sessions`` needs of a store (tests use a dict)."""
+    """What ``kernel.sessions.Sessions`` needs of a store (tests use a dict)."""
 
     async def create(self, account: uuid.UUID, session_id: str, max_age: int, *,
                      replaces: tuple[uuid.UUID, str] | None = None) -> None: ...

@@ -2,9 +2,9 @@
 
 The cookie is an itsdangerous-signed ``{"a": account, "s": session id}``; it
 is valid only while its record exists in the session store
-(``core.session_store``, Valkey/Redis). Signing out deletes the record, so
+(``kernel.session_store``, Valkey/Redis). Signing out deletes the record, so
 every copy of the cookie stops working; signing in always makes a new session
-id. Each process checks records through ``core.session_cache`` (a record seen
+id. Each process checks records through ``kernel.session_cache`` (a record seen
 less than a second ago is trusted, one store read per session for a burst of
 requests): no database round trip, at most one Redis read per session per
 second. Without a store (REDIS_URL unset) or when it does not answer, a

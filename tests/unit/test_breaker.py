@@ -1,4 +1,4 @@
-"""core.breaker: the circuit breaker, with literal inputs and a hand-driven clock."""
+"""kernel.breaker: the circuit breaker, with literal inputs and a hand-driven clock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""core.config: Settings.from_env."""
+"""kernel.config: Settings.from_env."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""core.dependency: the async glue around the breaker (no servers: calls are coroutines
+"""kernel.dependency: the async glue around the breaker (no servers: calls are coroutines
 that answer, fail or hang; the breaker's clock is driven by hand)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""core.config.dependency_settings: the request-path bounds, back-off and simulator guard."""
+"""kernel.config.dependency_settings: the request-path bounds, back-off and simulator guard."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The waiting-room settings (core.config.edge_settings)."""
+"""The waiting-room settings (kernel.config.edge_settings)."""
 
 from __future__ import annotations
 

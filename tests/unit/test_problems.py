@@ -1,4 +1,4 @@
-"""core.problems: RFC 9457 problem details and their handlers."""
+"""kernel.problems: RFC 9457 problem details and their handlers."""
 
 from __future__ import annotations
 

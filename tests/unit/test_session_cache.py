@@ -1,4 +1,4 @@
-"""core.session_cache: which cached answers about a session record may be
+"""kernel.session_cache: which cached answers about a session record may be
 trusted, with literal times (no clock, no I/O)."""
 
 from __future__ import annotations

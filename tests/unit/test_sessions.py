@@ -1,4 +1,4 @@
-"""core.sessions: the signed cookie value, Sessions (records, cache, fail closed),
+"""kernel.sessions: the signed cookie value, Sessions (records, cache, fail closed),
 current_account, signed_account and require_admin."""
 
 from __future__ import annotations
