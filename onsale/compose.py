@@ -237,7 +237,7 @@ def tune_malloc() -> None:
     after the first are carved from a thread's heap arena and stay there. Each
     argon2id check takes 19 MiB in a hashing thread: with the dynamic threshold
     a process kept 38 MiB more RSS after a sign-in burst than before it; with the
-    threshold fixed at 128 KiB it keeps none (docs/benchmarks.md#hostile-traffic).
+    threshold fixed at 128 KiB it keeps none (docs/benchmarks.md#hostile-traffic-benchhostilepy).
     Not glibc: nothing to do.
     """
     import ctypes
