@@ -35,7 +35,7 @@ def test_sign_up_queue_seats_hold_pay_and_get_tickets(
     shot(page, "waiting-room")
     page.wait_for_url(re.compile(rf"/events/{event_id}/seats"), timeout=30_000)
 
-    page.wait_for_function("window.onsaleSeatmap && window.onsaleSeatmap.version")
+    page.wait_for_function("() => window.onsaleSeatmap && window.onsaleSeatmap.version")
     expect(page.locator("#seat-canvas")).to_be_visible()
     page.select_option("#pick-section", index=0)  # the picker: section → row → seat
     page.select_option("#pick-row", index=0)

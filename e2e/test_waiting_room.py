@@ -134,7 +134,7 @@ def test_a_copied_admission_token_is_refused_in_another_account(
     shot(thief, "other-account")
     # The owner's own browser still shops with it.
     owner.reload()
-    owner.wait_for_function("window.onsaleSeatmap && window.onsaleSeatmap.version")
+    owner.wait_for_function("() => window.onsaleSeatmap && window.onsaleSeatmap.version")
 
 
 def test_paused_admission_is_shown_then_visitors_are_admitted_on_resume(
@@ -164,7 +164,8 @@ def test_the_proof_of_work_is_solved_in_the_page(
     assert refused.status_code == 403 and refused.json()["code"] == "pow_required"
     page, _ = shopper()
     page.goto(f"/events/{event_id}/queue")
-    page.wait_for_function("document.getElementById('waiting-room').dataset.state !== 'joining'")
+    page.wait_for_function(
+        "() => document.getElementById('waiting-room').dataset.state !== 'joining'")
     if room(page).get_attribute("data-state") == "solving":  # usually: about 2^16 hashes
         shot(page, "pow-solving")
     expect(room(page)).to_have_attribute("data-state", "prequeue", timeout=60_000)
