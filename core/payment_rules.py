@@ -200,11 +200,3 @@ def after_lookup(found: dict[str, Any] | None, past_grace: bool) -> Decision:
     if outcome.outcome == PaymentOutcome.UNKNOWN:
         return Decision("wait", outcome)
     return Decision("apply", outcome)
-
-
-def mask_payment_method(raw: str) -> str:
-    """What may be stored: never a full card number."""
-    digits = "".join(ch for ch in raw if ch.isdigit())
-    if len(digits) >= 12 and len(digits) == len(raw.replace(" ", "").replace("-", "")):
-        return f"card_{digits[-4:]}"
-    return raw[:64]

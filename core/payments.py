@@ -17,8 +17,8 @@ from typing import Any
 
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import CAPTURE, VOID, Outcome, classify
-from onsale.core.psp_client import PspClient
 from onsale.core.queries import queries
+from onsale.core.stripe_provider import StripeProvider
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 
@@ -32,7 +32,7 @@ def crash_point(settings: Settings, name: str) -> None:
 
 
 class Payments:
-    def __init__(self, db: Database, client: PspClient, settings: Settings,
+    def __init__(self, db: Database, client: StripeProvider, settings: Settings,
                  metrics: Metrics) -> None:
         self.db = db
         self.client = client

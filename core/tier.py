@@ -21,10 +21,10 @@ from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
-from onsale.core.psp_client import PspClient
 from onsale.core.reconciler import run_reconciler
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState, core_state
+from onsale.core.stripe_provider import StripeProvider
 from onsale.core.sweeper import run_sweeper
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
@@ -52,10 +52,10 @@ def core_routes() -> list[BaseRoute]:
 
 def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Payments | None:
     """The provider client and payment driver, when a provider is configured."""
-    if settings.psp_url is None:
+    if not settings.payments_configured:
         return None
-    client = PspClient(settings.psp_url, settings.psp_api_key, settings.psp_timeout,
-                       allow_simulator=settings.allow_simulator)
+    client = StripeProvider(settings.stripe_api_base, settings.stripe_secret_key,
+                            settings.stripe_timeout, allow_simulator=settings.allow_simulator)
     return Payments(db, client, settings, metrics)
 
 

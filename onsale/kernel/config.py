@@ -91,10 +91,13 @@ class Settings:
     outbox_retention_seconds: int = 7 * 86400
     cookie_secure: bool = False
     session_max_age: int = 12 * 3600
-    psp_url: str | None = None
-    psp_api_key: str = ""
-    psp_webhook_secret: str = ""
-    psp_timeout: float = 10.0
+    # The payment provider, spoken to through the official stripe SDK: Stripe's API, or
+    # the simulator's (ONSALE_STRIPE_API_BASE). No secret key: no payments.
+    stripe_api_base: str = "https://api.stripe.com"
+    stripe_secret_key: str = ""
+    stripe_publishable_key: str = ""
+    stripe_webhook_secret: str = ""
+    stripe_timeout: float = 10.0
     payment_grace_seconds: int = 600
     checkout_min_remaining_seconds: int = 15
     payment_first_check_seconds: int = 30
@@ -146,6 +149,11 @@ class Settings:
     dependency_backoff: float = 0.5
     dependency_backoff_max: float = 2.0
     allow_simulator: bool = False
+    @property
+    def payments_configured(self) -> bool:
+        """A provider to pay through (ONSALE_STRIPE_SECRET_KEY is set)."""
+        return bool(self.stripe_secret_key)
+
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
@@ -196,18 +204,26 @@ class Settings:
         )
 
 
+STRIPE_API = "https://api.stripe.com"
+
+
 def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
     """The provider and the checkout timings (docs/configuration.md#payments)."""
-    psp_url = (env.get("ONSALE_PSP_URL") or "").rstrip("/") or None
-    api_key = env.get("ONSALE_PSP_API_KEY", "")
-    secret = env.get("ONSALE_PSP_WEBHOOK_SECRET", "")
-    if psp_url is not None:
-        if not psp_url.startswith(("http://", "https://")):
-            raise ConfigError(f"ONSALE_PSP_URL must be an http(s) URL, got {psp_url!r}")
-        if len(api_key) < 16:
-            raise ConfigError("ONSALE_PSP_API_KEY must be set to at least 16 characters")
-        if len(secret) < 16:
-            raise ConfigError("ONSALE_PSP_WEBHOOK_SECRET must be set to at least 16 characters")
+    api_base = (env.get("ONSALE_STRIPE_API_BASE") or STRIPE_API).rstrip("/")
+    secret_key = env.get("ONSALE_STRIPE_SECRET_KEY", "")
+    publishable = env.get("ONSALE_STRIPE_PUBLISHABLE_KEY", "")
+    webhook_secret = env.get("ONSALE_STRIPE_WEBHOOK_SECRET", "")
+    if not api_base.startswith(("http://", "https://")):
+        raise ConfigError(f"ONSALE_STRIPE_API_BASE must be an http(s) URL, got {api_base!r}")
+    if secret_key:
+        if not secret_key.startswith(("sk_", "rk_")) or len(secret_key) < 16:
+            raise ConfigError("ONSALE_STRIPE_SECRET_KEY must be a secret key (sk_… or rk_…)")
+        if not publishable.startswith("pk_"):
+            raise ConfigError("ONSALE_STRIPE_PUBLISHABLE_KEY must be set to a pk_… key "
+                              "(the checkout page tokenizes cards with it)")
+        if not webhook_secret.startswith("whsec_"):
+            raise ConfigError("ONSALE_STRIPE_WEBHOOK_SECRET must be set to the endpoint's "
+                              "signing secret (whsec_…)")
     public_url = (env.get("ONSALE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
     if not public_url.startswith(("http://", "https://")):
         raise ConfigError(f"ONSALE_PUBLIC_URL must be an http(s) URL, got {public_url!r}")
@@ -215,10 +231,11 @@ def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
     if crash_at is not None and crash_at not in CRASH_POINTS:
         raise ConfigError(f"ONSALE_CRASH_AT must be one of {', '.join(CRASH_POINTS)}")
     return {
-        "psp_url": psp_url,
-        "psp_api_key": api_key,
-        "psp_webhook_secret": secret,
-        "psp_timeout": _float(env, "ONSALE_PSP_TIMEOUT", 10.0),
+        "stripe_api_base": api_base,
+        "stripe_secret_key": secret_key,
+        "stripe_publishable_key": publishable,
+        "stripe_webhook_secret": webhook_secret,
+        "stripe_timeout": _float(env, "ONSALE_STRIPE_TIMEOUT", 10.0),
         "payment_grace_seconds": env_int(env, "ONSALE_PAYMENT_GRACE_SECONDS", 600, 0, 86400),
         "checkout_min_remaining_seconds": env_int(
             env, "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS", 15, 0, 3600),
