@@ -250,6 +250,10 @@ CREATE TABLE payment_operations (
     next_check_at       timestamptz NOT NULL DEFAULT now(),
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
+    -- Which wire protocol the operation went out in: 'onsale-v0' for rows written
+    -- before payments spoke Stripe's (their payment_method is a masked card).
+    protocol            text NOT NULL DEFAULT 'stripe'
+                        CHECK (protocol IN ('onsale-v0', 'stripe')),
     CHECK ((kind = 'AUTHORIZE') = (parent_operation_id IS NULL))
 );
 
@@ -271,7 +275,9 @@ CREATE TABLE webhook_events (
     provider_ref      text,
     outcome           text NOT NULL,
     payload           jsonb NOT NULL,
-    received_at       timestamptz NOT NULL DEFAULT now()
+    received_at       timestamptz NOT NULL DEFAULT now(),
+    protocol          text NOT NULL DEFAULT 'stripe'
+                      CHECK (protocol IN ('onsale-v0', 'stripe'))
 );
 
 -- Issued once the payment is captured, one per seat of the order.

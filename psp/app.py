@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from onsale.psp import errors, events, faults, idempotency, pages, params
+from onsale.psp import errors, events, faults, form, idempotency, pages, params
 from onsale.psp.config import PspConfig
 from onsale.psp.errors import ApiError
 from onsale.psp.faults import FaultState
@@ -45,8 +45,10 @@ class Simulator:
         self.rng = rng
         self.webhook_transport = webhook_transport
         self.faults = FaultState()
-        self.scope = idempotency.scope(config.api_key)
-        self.expected = f"Bearer {config.api_key}".encode()
+        self.scope = idempotency.scope(config.secret_key)
+        self.secret = f"Bearer {config.secret_key}".encode()
+        self.publishable = f"Bearer {config.publishable_key}".encode()
+        self.sim = f"Bearer {config.sim_key}".encode() if config.sim_key else None
         self._service: Service | None = None
         self.dispatcher: Dispatcher | None = None
 
@@ -57,9 +59,30 @@ class Simulator:
         return self._service
 
     def authenticate(self, request: Request) -> None:
+        """The secret key, ``Authorization: Bearer sk_…``; the publishable key is refused."""
         given = request.headers.get("authorization", "").encode()
-        if not hmac.compare_digest(given, self.expected):
-            raise errors.authentication()
+        if hmac.compare_digest(given, self.secret):
+            return
+        if hmac.compare_digest(given, self.publishable):
+            raise errors.publishable_key_refused()
+        raise errors.authentication()
+
+    def authenticate_tokenization(self, request: Request, body: dict[str, Any]) -> None:
+        """``POST /v1/payment_methods`` also takes the publishable key, as a Bearer
+        token or (as Stripe.js sends it) the ``key`` parameter."""
+        given = request.headers.get("authorization", "").encode()
+        key = body.get("key")
+        if (hmac.compare_digest(given, self.secret) or hmac.compare_digest(given, self.publishable)
+                or (isinstance(key, str) and not given
+                    and hmac.compare_digest(key.encode(), self.config.publishable_key.encode()))):
+            return
+        raise errors.authentication()
+
+    def authenticate_sim(self, request: Request) -> None:
+        """``/_sim/*``: ``Authorization: Bearer <ONSALE_PSP_SIM_KEY>``, never an API key."""
+        given = request.headers.get("authorization", "").encode()
+        if self.sim is None or not hmac.compare_digest(given, self.sim):
+            raise errors.sim_key_required()
 
     def notify(self) -> None:
         if self.dispatcher is not None:
@@ -113,23 +136,57 @@ def _reply(reply: Reply) -> Response:
     return Response(reply.body, reply.status, headers=headers, media_type="application/json")
 
 
+async def _form(request: Request) -> dict[str, Any]:
+    """The POST body: form-encoded with bracket notation (``psp.form``), as the SDK sends."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in ("", "application/x-www-form-urlencoded"):
+        raise errors.invalid(None, "The request body must be application/x-www-form-urlencoded "
+                             f"(got {kind}).")
+    raw = await request.body()
+    try:
+        return form.parse(raw)
+    except UnicodeDecodeError:
+        raise errors.invalid(None, "The request body is not UTF-8.") from None
+
+
 async def _write(request: Request, parse: Callable[[dict[str, Any]], Any],
-                 operation: Callable[[Service, Any, float], tuple[int, dict[str, Any]]]
-                 ) -> Response:
-    """An idempotent POST: auth, key, parameters, then the operation once per key."""
+                 operation: Callable[[Service, Any, float], tuple[int, dict[str, Any]]],
+                 *, tokenization: bool = False) -> Response:
+    """A POST: auth, parameters, then the operation, once per Idempotency-Key if given."""
     sim = _sim(request)
-    sim.authenticate(request)
-    key = request.headers.get("idempotency-key", "").strip()
-    if not key:
-        raise errors.idempotency_key_missing()
-    if len(key) > 255:
+    body = await _form(request)
+    if tokenization:
+        sim.authenticate_tokenization(request, body)
+    else:
+        sim.authenticate(request)
+    key = request.headers.get("idempotency-key", "").strip() or None
+    if key is not None and len(key) > 255:
         raise errors.invalid("Idempotency-Key", "Idempotency-Key is at most 255 characters.")
-    body = params.json_body(await request.body())
     parsed = parse(body)
     fingerprint = idempotency.fingerprint("POST", request.url.path, body)
     service = sim.service
-    return _reply(service.idempotent(sim.scope, key, fingerprint,
+    request_id = request.scope.get("psp.request_id") or events.new_id("req")
+    return _reply(service.idempotent(sim.scope, key, fingerprint, request_id,
                                      lambda now: operation(service, parsed, now)))
+
+
+def _today(sim: Simulator) -> tuple[int, int]:
+    now = time.gmtime(sim.clock())
+    return now.tm_year, now.tm_mon
+
+
+async def create_payment_method(request: Request) -> Response:
+    sim = _sim(request)
+    year, month = _today(sim)
+    return await _write(request, lambda body: params.card(body, year, month),
+                        lambda svc, card, now: svc.create_payment_method(card, now),
+                        tokenization=True)
+
+
+async def retrieve_payment_method(request: Request) -> Response:
+    sim = _sim(request)
+    sim.authenticate(request)
+    return _json(sim.service.retrieve_payment_method(request.path_params["id"]).public())
 
 
 async def create_intent(request: Request) -> Response:
@@ -161,7 +218,7 @@ async def search_intents(request: Request) -> Response:
     limit = _limit(request, SEARCH_LIMIT)
     found = sim.service.search(key, value, limit + 1)
     return _json({"object": "search_result", "url": "/v1/payment_intents/search",
-                  "has_more": len(found) > limit,
+                  "has_more": len(found) > limit, "next_page": None,
                   "data": [sim.service.public(intent) for intent in found[:limit]]})
 
 
@@ -214,7 +271,7 @@ def _limit(request: Request, maximum: int) -> int:
 
 async def sim_faults(request: Request) -> Response:
     sim = _sim(request)
-    sim.authenticate(request)
+    sim.authenticate_sim(request)
     if request.method == "PUT":
         sim.faults = faults.parse(params.json_body(await request.body()))
         sim.notify()
@@ -226,7 +283,7 @@ async def sim_faults(request: Request) -> Response:
 
 async def sim_intents(request: Request) -> Response:
     sim = _sim(request)
-    sim.authenticate(request)
+    sim.authenticate_sim(request)
     key = request.query_params.get("metadata_key")
     value = request.query_params.get("metadata_value")
     limit = _limit(request, LIST_LIMIT)
@@ -239,13 +296,13 @@ async def sim_intents(request: Request) -> Response:
 
 async def sim_stats(request: Request) -> Response:
     sim = _sim(request)
-    sim.authenticate(request)
+    sim.authenticate_sim(request)
     return _json(sim.service.stats())
 
 
 async def sim_webhooks(request: Request) -> Response:
     sim = _sim(request)
-    sim.authenticate(request)
+    sim.authenticate_sim(request)
     limit = _limit(request, LIST_LIMIT)
     with sim.service.store.transaction():
         deliveries = sim.service.store.deliveries(limit)
@@ -259,9 +316,10 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    code = "resource_missing" if exc.status_code == 404 else "request_invalid"
+    if exc.status_code in (404, 405):  # Stripe answers an unknown method+path 404
+        return _json(errors.not_found_url(request.method, request.url.path).body(), 404)
     return _json(ApiError(exc.status_code, "invalid_request_error", str(exc.detail),
-                          code=code).body(), exc.status_code)
+                          code="request_invalid").body(), exc.status_code)
 
 
 class PspApp(Starlette):
@@ -290,6 +348,8 @@ def build_psp_app(config: PspConfig, *, clock: Callable[[], float] = time.time,
 
     app = PspApp(routes=[
         Route("/healthz", healthz),
+        Route("/v1/payment_methods", create_payment_method, methods=["POST"]),
+        Route("/v1/payment_methods/{id}", retrieve_payment_method),
         Route("/v1/payment_intents", create_intent, methods=["POST"]),
         Route("/v1/payment_intents/search", search_intents),
         Route("/v1/payment_intents/{id}", retrieve_intent),
@@ -304,6 +364,6 @@ def build_psp_app(config: PspConfig, *, clock: Callable[[], float] = time.time,
     ], exception_handlers={ApiError: _api_error, HTTPException: _http_error},
         lifespan=lifespan)
     app.state.sim = sim
-    app.fault_middleware = lambda inner: FaultMiddleware(inner, config.api_key,
+    app.fault_middleware = lambda inner: FaultMiddleware(inner, config.secret_key,
                                                          lambda: sim.faults, sim.rng)
     return app

@@ -1,7 +1,13 @@
-"""Simulator settings from ``ONSALE_PSP_*`` environment variables (docs/psp.md)."""
+"""Simulator settings from ``ONSALE_PSP_*`` environment variables (docs/psp.md).
+
+Four keys, as a Stripe account has: the secret key ``sk_…`` (the API; the old name
+``ONSALE_PSP_API_KEY`` is still read when ``ONSALE_PSP_SECRET_KEY`` is unset), the
+publishable key ``pk_…`` (tokenization only), the webhook signing secret ``whsec_…``,
+and, the simulator's own, the fault-injection key for ``/_sim/*``."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +22,9 @@ class PspConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PspConfig:
-    api_key: str
+    secret_key: str
+    publishable_key: str = ""  # "": derived from the secret key (see publishable_for)
+    sim_key: str | None = None  # None: the /_sim/ endpoints answer 401 to everyone
     data_dir: Path = Path(".onsale/psp")
     webhook_url: str | None = None
     webhook_secret: str = ""
@@ -31,8 +39,21 @@ class PspConfig:
     sweep_interval: float = 1.0
 
     def __post_init__(self) -> None:
-        if len(self.api_key) < 16:
-            raise PspConfigError("ONSALE_PSP_API_KEY must be at least 16 characters")
+        if len(self.secret_key) < 16 or not self.secret_key.startswith("sk_"):
+            raise PspConfigError("ONSALE_PSP_SECRET_KEY must start with sk_ and be at least "
+                                 "16 characters")
+        if not self.publishable_key:
+            object.__setattr__(self, "publishable_key", publishable_for(self.secret_key))
+        if len(self.publishable_key) < 16 or not self.publishable_key.startswith("pk_"):
+            raise PspConfigError("ONSALE_PSP_PUBLISHABLE_KEY must start with pk_ and be at "
+                                 "least 16 characters")
+        if self.sim_key is not None:
+            if len(self.sim_key) < 16:
+                raise PspConfigError("ONSALE_PSP_SIM_KEY must be at least 16 characters")
+            if self.sim_key in (self.secret_key, self.publishable_key):
+                raise PspConfigError("ONSALE_PSP_SIM_KEY must differ from the API keys")
+        if self.webhook_secret and not self.webhook_secret.startswith("whsec_"):
+            raise PspConfigError("ONSALE_PSP_WEBHOOK_SECRET must start with whsec_")
         if self.webhook_url is not None:
             _check_url("ONSALE_PSP_WEBHOOK_URL", self.webhook_url)
             if not self.webhook_secret:
@@ -66,7 +87,10 @@ class PspConfig:
         directory = data_dir if data_dir is not None else (
             env.get("ONSALE_PSP_DATA_DIR") or ".onsale/psp")
         return cls(
-            api_key=env.get("ONSALE_PSP_API_KEY", ""),
+            secret_key=(env.get("ONSALE_PSP_SECRET_KEY") or env.get("ONSALE_PSP_API_KEY")
+                        or "").strip(),
+            publishable_key=(env.get("ONSALE_PSP_PUBLISHABLE_KEY") or "").strip(),
+            sim_key=(env.get("ONSALE_PSP_SIM_KEY") or "").strip() or None,
             data_dir=Path(directory),
             webhook_url=webhook_url,
             webhook_secret=env.get("ONSALE_PSP_WEBHOOK_SECRET", ""),
@@ -77,6 +101,13 @@ class PspConfig:
                                                86400, 1, 366 * 86400),
             webhook_max_attempts=_int(env, "ONSALE_PSP_WEBHOOK_MAX_ATTEMPTS", 12, 1, 100),
         )
+
+
+def publishable_for(secret_key: str) -> str:
+    """The publishable key paired with a secret key when none is configured: a digest,
+    so a page that shows it reveals nothing of the secret."""
+    return "pk_test_" + hashlib.sha256(b"onsale-psp-publishable\0" + secret_key.encode()
+                                       ).hexdigest()[:32]
 
 
 def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:

@@ -1,4 +1,5 @@
-"""API errors: ``{"error": {"type", "code", "message", ...}}`` with an HTTP status."""
+"""Stripe's error object, ``{"error": {"type", "code", "decline_code", "param", "message",
+"payment_intent"...}}``, with Stripe's HTTP statuses (400, 401, 402, 404, 409, 429, 500)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,32 @@ class ApiError(Exception):
 
 def authentication() -> ApiError:
     return ApiError(401, "authentication_error",
-                    "Invalid API key provided: send 'Authorization: Bearer <api_key>'.")
+                    "Invalid API Key provided: send 'Authorization: Bearer sk_…'.")
+
+
+def publishable_key_refused() -> ApiError:
+    return ApiError(401, "authentication_error",
+                    "This API call cannot be made with a publishable API key. "
+                    "Please use a secret API key.", code="secret_key_required")
+
+
+def sim_key_required() -> ApiError:
+    return ApiError(401, "authentication_error",
+                    "The /_sim/ endpoints need 'Authorization: Bearer <ONSALE_PSP_SIM_KEY>'.")
+
+
+def not_found_url(method: str, path: str) -> ApiError:
+    return ApiError(404, "invalid_request_error",
+                    f"Unrecognized request URL ({method}: {path}).")
+
+
+def card_field(code: str, param: str, message: str) -> ApiError:
+    """A card refused at tokenization (``POST /v1/payment_methods``)."""
+    return ApiError(402, "card_error", message, code=code, param=param)
 
 
 def invalid(param: str | None, message: str, code: str = "parameter_invalid") -> ApiError:
     return ApiError(400, "invalid_request_error", message, code=code, param=param)
-
-
-def idempotency_key_missing() -> ApiError:
-    return ApiError(400, "invalid_request_error",
-                    "Every POST needs an Idempotency-Key header.",
-                    code="idempotency_key_missing")
 
 
 def idempotency_conflict() -> ApiError:
@@ -51,9 +67,9 @@ def idempotency_in_progress() -> ApiError:
                     "Idempotency-Key; retry later.", code="idempotency_key_in_use")
 
 
-def missing(intent_id: str) -> ApiError:
-    return ApiError(404, "invalid_request_error", f"No such payment_intent: '{intent_id}'",
-                    code="resource_missing", param="id")
+def missing(intent_id: str, kind: str = "payment_intent", param: str = "id") -> ApiError:
+    return ApiError(404, "invalid_request_error", f"No such {kind}: '{intent_id}'",
+                    code="resource_missing", param=param)
 
 
 def unexpected_state(message: str, intent: dict[str, Any]) -> ApiError:
@@ -61,12 +77,16 @@ def unexpected_state(message: str, intent: dict[str, Any]) -> ApiError:
                     code="payment_intent_unexpected_state", payment_intent=intent)
 
 
-def card_error(code: str, decline_code: str | None, message: str,
-               intent: dict[str, Any]) -> ApiError:
-    extra: dict[str, Any] = {"payment_intent": intent}
-    if decline_code is not None:
-        extra = {"decline_code": decline_code, **extra}
-    return ApiError(402, "card_error", message, code=code, **extra)
+def card_error(error: dict[str, Any], intent: dict[str, Any]) -> ApiError:
+    """A declined confirmation: ``last_payment_error`` plus the PaymentIntent."""
+    extra = {k: v for k, v in error.items() if k not in ("type", "code", "message")}
+    return ApiError(402, "card_error", error["message"], code=error["code"],
+                    **extra, payment_intent=intent)
+
+
+def rate_limited() -> ApiError:
+    return ApiError(429, "invalid_request_error", "Too many requests hit the API too quickly.",
+                    code="rate_limit")
 
 
 def api_error() -> ApiError:

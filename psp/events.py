@@ -7,8 +7,13 @@ import secrets
 from typing import Any
 
 
+# The version this simulator's objects follow (stripe-python 16.x's default); events
+# carry it, and an API request's ``Stripe-Version`` header is answered with it.
+API_VERSION = "2026-10-28.endive"
+
+
 def new_id(prefix: str) -> str:
-    """``pi_`` / ``evt_`` followed by 24 hex digits."""
+    """``pi_`` / ``pm_`` / ``evt_`` / ``req_`` followed by 24 hex digits."""
     return f"{prefix}_{secrets.token_hex(12)}"
 
 
@@ -16,7 +21,14 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def body(event_id: str, event_type: str, created: int, intent: dict[str, Any]) -> bytes:
-    """The event as delivered: the PaymentIntent snapshot at the moment of the change."""
-    return dumps({"id": event_id, "object": "event", "type": event_type, "created": created,
-                  "data": {"object": intent}})
+def body(event_id: str, event_type: str, created: int, intent: dict[str, Any], *,
+         request_id: str | None = None, idempotency_key: str | None = None,
+         api_version: str = API_VERSION) -> bytes:
+    """Stripe's Event as delivered: the PaymentIntent snapshot at the moment of the
+    change; ``request`` names the API request that caused it (none for the shopper's
+    3-D Secure answer or a lapse)."""
+    return dumps({"id": event_id, "object": "event", "api_version": api_version,
+                  "created": created, "data": {"object": intent}, "livemode": False,
+                  "pending_webhooks": 1,
+                  "request": {"id": request_id, "idempotency_key": idempotency_key},
+                  "type": event_type})

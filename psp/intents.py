@@ -39,6 +39,17 @@ class PaymentError:
     def public(self) -> dict[str, Any]:
         return {"code": self.code, "decline_code": self.decline_code, "message": self.message}
 
+    def api(self, payment_method: dict[str, Any] | None) -> dict[str, Any]:
+        """As ``last_payment_error`` (and the error object of a decline) shows it."""
+        error: dict[str, Any] = {"type": "card_error", "code": self.code,
+                                 "message": self.message}
+        if self.decline_code is not None:
+            error["decline_code"] = self.decline_code
+        error["doc_url"] = f"https://docs.stripe.com/error-codes/{self.code.replace('_', '-')}"
+        if payment_method is not None:
+            error["payment_method"] = payment_method
+        return error
+
 
 @dataclass(frozen=True, slots=True)
 class PaymentIntent:
@@ -55,9 +66,13 @@ class PaymentIntent:
     cancellation_reason: str | None = None
     return_url: str | None = None
     authorized_at: float | None = None  # internal: when the authorization started to lapse
+    latest_charge: str | None = None
+    canceled_at: int | None = None
 
-    def public(self, base_url: str) -> dict[str, Any]:
-        """The API object; ``base_url`` is where this simulator's 3-D Secure page lives."""
+    def public(self, base_url: str, payment_method: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+        """Stripe's PaymentIntent object; ``base_url`` is where this simulator's 3-D
+        Secure page lives, ``payment_method`` the method's object (for the error)."""
         next_action = None
         if self.status == "requires_action":
             next_action = {"type": "redirect_to_url", "redirect_to_url": {
@@ -65,11 +80,16 @@ class PaymentIntent:
         error = self.last_payment_error
         return {
             "id": self.id, "object": "payment_intent", "amount": self.amount,
-            "currency": self.currency, "status": self.status, "capture_method": "manual",
             "amount_capturable": self.amount_capturable,
-            "amount_received": self.amount_received, "payment_method": self.payment_method,
-            "last_payment_error": error.public() if error is not None else None,
-            "next_action": next_action, "cancellation_reason": self.cancellation_reason,
+            "amount_received": self.amount_received, "currency": self.currency,
+            "status": self.status, "capture_method": "manual",
+            "confirmation_method": "automatic", "payment_method_types": ["card"],
+            "payment_method": self.payment_method,
+            "client_secret": f"{self.id}_secret_sim",
+            "last_payment_error": error.api(payment_method) if error is not None else None,
+            "next_action": next_action, "latest_charge": self.latest_charge,
+            "cancellation_reason": self.cancellation_reason, "canceled_at": self.canceled_at,
+            "description": None, "customer": None,
             "metadata": dict(self.metadata), "created": self.created, "livemode": False,
         }
 
@@ -84,7 +104,8 @@ class PaymentIntent:
             "amount_received": self.amount_received,
             "last_payment_error": error.public() if error is not None else None,
             "cancellation_reason": self.cancellation_reason, "return_url": self.return_url,
-            "authorized_at": self.authorized_at,
+            "authorized_at": self.authorized_at, "latest_charge": self.latest_charge,
+            "canceled_at": self.canceled_at,
         }
 
 
@@ -97,7 +118,8 @@ def from_record(data: dict[str, Any]) -> PaymentIntent:
         amount_capturable=data["amount_capturable"], amount_received=data["amount_received"],
         last_payment_error=PaymentError(**error) if error is not None else None,
         cancellation_reason=data["cancellation_reason"], return_url=data["return_url"],
-        authorized_at=data["authorized_at"],
+        authorized_at=data["authorized_at"], latest_charge=data.get("latest_charge"),
+        canceled_at=data.get("canceled_at"),
     )
 
 
@@ -121,22 +143,30 @@ class AmountTooLarge(Exception):
     """``amount_to_capture`` exceeds ``amount_capturable``."""
 
 
+def charge_id(intent_id: str) -> str:
+    """The id of the (one) charge behind an authorization, derived from the intent's."""
+    return "ch_" + intent_id.removeprefix("pi_")
+
+
 def confirm(intent_id: str, *, amount: int, currency: str, card_number: str,
-            metadata: dict[str, Any], return_url: str | None, now: float) -> Transition:
+            payment_method: str, metadata: dict[str, Any], return_url: str | None,
+            now: float) -> Transition:
     """Create and confirm at once: the outcome depends on the test card."""
     result = cards.outcome(card_number)
     intent = PaymentIntent(
         id=intent_id, amount=amount, currency=currency, status="requires_payment_method",
-        payment_method=cards.masked(card_number), created=int(now), metadata=metadata,
+        payment_method=payment_method, created=int(now), metadata=metadata,
         return_url=return_url)
     if result.result == "approve":
         return Transition(replace(intent, status="requires_capture", amount_capturable=amount,
-                                  authorized_at=now), AMOUNT_CAPTURABLE_UPDATED)
+                                  authorized_at=now, latest_charge=charge_id(intent_id)),
+                          AMOUNT_CAPTURABLE_UPDATED)
     if result.result == "three_d_secure":
         return Transition(replace(intent, status="requires_action"), REQUIRES_ACTION)
     assert result.code is not None and result.message is not None
     error = PaymentError(result.code, result.decline_code, result.message)
-    return Transition(replace(intent, last_payment_error=error), PAYMENT_FAILED)
+    return Transition(replace(intent, last_payment_error=error,
+                              latest_charge=charge_id(intent_id)), PAYMENT_FAILED)
 
 
 def capture(intent: PaymentIntent, amount_to_capture: int | None) -> Transition:
@@ -149,11 +179,11 @@ def capture(intent: PaymentIntent, amount_to_capture: int | None) -> Transition:
                               amount_received=amount), SUCCEEDED)
 
 
-def cancel(intent: PaymentIntent, reason: str) -> Transition:
+def cancel(intent: PaymentIntent, reason: str, now: float = 0.0) -> Transition:
     if intent.status not in CANCELABLE:
         raise UnexpectedState(intent, "canceled")
     return Transition(replace(intent, status="canceled", amount_capturable=0,
-                              cancellation_reason=reason), CANCELED)
+                              cancellation_reason=reason, canceled_at=int(now)), CANCELED)
 
 
 def authenticate(intent: PaymentIntent, succeed: bool, now: float) -> Transition:
@@ -162,7 +192,8 @@ def authenticate(intent: PaymentIntent, succeed: bool, now: float) -> Transition
         return Transition(intent, None)
     if succeed:
         return Transition(replace(intent, status="requires_capture",
-                                  amount_capturable=intent.amount, authorized_at=now),
+                                  amount_capturable=intent.amount, authorized_at=now,
+                                  latest_charge=charge_id(intent.id)),
                           AMOUNT_CAPTURABLE_UPDATED)
     error = PaymentError(AUTHENTICATION_FAILURE, None,
                          "The provided PaymentMethod has failed authentication.")
@@ -180,4 +211,4 @@ def lapse(intent: PaymentIntent, now: float, window: float) -> Transition | None
     if not lapsed(intent, now, window):
         return None
     return Transition(replace(intent, status="canceled", amount_capturable=0,
-                              cancellation_reason="automatic"), CANCELED)
+                              cancellation_reason="automatic", canceled_at=int(now)), CANCELED)

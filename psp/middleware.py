@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from onsale.psp import errors, faults
+from onsale.psp import errors, events, faults
 from onsale.psp.faults import FaultState
 
 Scope = dict[str, Any]
@@ -33,7 +33,9 @@ SIMULATOR_HEADER = (b"onsale-simulator", b"1")
 
 
 class SimulatorHeader:
-    """Adds ``Onsale-Simulator: 1`` to every HTTP response of the app it wraps."""
+    """Adds ``Onsale-Simulator: 1`` to every HTTP response of the app it wraps, and
+    Stripe's ``Request-Id: req_…`` (the id is also in the scope, ``psp.request_id``,
+    for the events the request causes) and ``Stripe-Version``."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -43,9 +45,14 @@ class SimulatorHeader:
             await self.app(scope, receive, send)
             return
 
+        request_id = events.new_id("req")
+        scope["psp.request_id"] = request_id
+        extra = [SIMULATOR_HEADER, (b"request-id", request_id.encode()),
+                 (b"stripe-version", events.API_VERSION.encode())]
+
         async def marked(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), SIMULATOR_HEADER]
+                message["headers"] = [*message.get("headers", ()), *extra]
             await send(message)
 
         await self.app(scope, receive, marked)

@@ -9,11 +9,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from onsale.psp import errors, events, idempotency, intents
+from onsale.psp import errors, events, idempotency, intents, methods
 from onsale.psp.config import PspConfig
 from onsale.psp.idempotency import Conflict, InProgress, Replay
 from onsale.psp.intents import PaymentIntent, Transition
-from onsale.psp.params import CreateParams
+from onsale.psp.methods import PaymentMethod
+from onsale.psp.params import CardParams, CreateParams
 from onsale.psp.store import Store
 
 Clock = Callable[[], float]
@@ -35,49 +36,87 @@ class Service:
         self.clock = clock
         self.notify = notify
         self._emitted = False
+        # The API request being served, named by the events it causes.
+        self._request: tuple[str | None, str | None] = (None, None)
 
     def public(self, intent: PaymentIntent) -> dict[str, Any]:
-        return intent.public(self.config.public_url)
+        method = None
+        if intent.last_payment_error is not None:
+            found = self.store.payment_method(intent.payment_method)
+            method = found.public() if found is not None else None
+        return intent.public(self.config.public_url, method)
 
     # Writes behind an Idempotency-Key
 
-    def idempotent(self, scope: str, key: str, fingerprint: str,
+    def idempotent(self, scope: str, key: str | None, fingerprint: str, request_id: str,
                    operation: Callable[[float], Outcome]) -> Reply:
         """Replay the stored answer, refuse a conflicting reuse, or claim the key
-        and run ``operation`` in the same transaction. An ApiError raised by the
-        operation (e.g. 404) rolls everything back, the key included."""
+        and run ``operation`` in the same transaction (without a key: just run it).
+        An ApiError raised by the operation (e.g. 404) rolls everything back, the
+        key included, as Stripe does not keep the result of a request that failed
+        validation."""
         now = self.clock()
         try:
             with self.store.transaction():
-                decision = idempotency.decide(self.store.key(scope, key), fingerprint, now,
-                                              self.config.idempotency_retention_seconds)
-                if isinstance(decision, Replay):
-                    return Reply(decision.status, decision.body, replayed=True)
-                if isinstance(decision, Conflict):
-                    raise errors.idempotency_conflict()
-                if isinstance(decision, InProgress):
-                    raise errors.idempotency_in_progress()
-                self.store.claim_key(scope, key, fingerprint, now)
-                status, payload = operation(now)
+                if key is not None:
+                    decision = idempotency.decide(self.store.key(scope, key), fingerprint, now,
+                                                  self.config.idempotency_retention_seconds)
+                    if isinstance(decision, Replay):
+                        return Reply(decision.status, decision.body, replayed=True)
+                    if isinstance(decision, Conflict):
+                        raise errors.idempotency_conflict()
+                    if isinstance(decision, InProgress):
+                        raise errors.idempotency_in_progress()
+                    self.store.claim_key(scope, key, fingerprint, now)
+                self._request = (request_id, key)
+                try:
+                    status, payload = operation(now)
+                finally:
+                    self._request = (None, None)
                 body = events.dumps(payload)
-                self.store.finish_key(scope, key, status, body)
+                if key is not None:
+                    self.store.finish_key(scope, key, status, body)
         except BaseException:
             self._emitted = False
             raise
         self._flush()
         return Reply(status, body)
 
+    def create_payment_method(self, card: CardParams, now: float) -> Outcome:
+        method = PaymentMethod(events.new_id("pm"), card.number, card.exp_month,
+                               card.exp_year, int(now))
+        self.store.insert_payment_method(method)
+        return 200, method.public()
+
+    def retrieve_payment_method(self, method_id: str) -> PaymentMethod:
+        with self._transaction():
+            method = self.store.payment_method(method_id)
+        if method is None:
+            raise errors.missing(method_id, "payment_method")
+        return method
+
+    def _method(self, method_id: str, now: float) -> PaymentMethod:
+        """A stored PaymentMethod, or a fresh copy of one of Stripe's test ids."""
+        method = self.store.payment_method(method_id)
+        if method is None:
+            method = methods.test_card(method_id, events.new_id("pm"), now)
+            if method is None:
+                raise errors.missing(method_id, "PaymentMethod", "payment_method")
+            self.store.insert_payment_method(method)
+        return method
+
     def create(self, params: CreateParams, now: float) -> Outcome:
+        method = self._method(params.payment_method, now)
         transition = intents.confirm(
             events.new_id("pi"), amount=params.amount, currency=params.currency,
-            card_number=params.card_number, metadata=params.metadata,
+            card_number=method.number, payment_method=method.id, metadata=params.metadata,
             return_url=params.return_url, now=now)
         intent = transition.intent
         self.store.insert_intent(intent)
         self._emit(transition, now)
         error = intent.last_payment_error
         if error is not None:
-            return 402, errors.card_error(error.code, error.decline_code, error.message,
+            return 402, errors.card_error(error.api(method.public()),
                                           self.public(intent)).body()
         return 200, self.public(intent)
 
@@ -96,7 +135,7 @@ class Service:
     def cancel(self, intent_id: str, reason: str, now: float) -> Outcome:
         intent = self._load(intent_id, now)
         try:
-            transition = intents.cancel(intent, reason)
+            transition = intents.cancel(intent, reason, now)
         except intents.UnexpectedState as exc:
             return 400, errors.unexpected_state(str(exc), self.public(intent)).body()
         self._save(transition, now)
@@ -185,6 +224,8 @@ class Service:
         if transition.event is None or self.config.webhook_url is None:
             return
         event_id = events.new_id("evt")
-        body = events.body(event_id, transition.event, int(now), self.public(transition.intent))
+        request_id, key = self._request
+        body = events.body(event_id, transition.event, int(now), self.public(transition.intent),
+                           request_id=request_id, idempotency_key=key)
         self.store.enqueue(event_id, transition.event, now, body, time.time())
         self._emitted = True

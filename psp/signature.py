@@ -1,9 +1,9 @@
-"""Webhook signatures: ``Psp-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "t.body")>``.
+"""Webhook signatures, Stripe's scheme:
+``Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(whsec, "t.body")>``.
 
 Pure functions: the simulator signs what it delivers (``sign``); ``verify`` is its own
-check, used by its tests and tools. Core verifies deliveries with code of its own
-(``onsale.core.webhook_signature``): psp is reached only over HTTP, and the two share a
-test vector (tests/fixtures/webhook_signature.json), not code.
+check, used by its tests and tools. A receiver verifies deliveries with
+``stripe.Webhook.construct_event`` (the simulator's tests do), or code of its own.
 
 Several ``v1=`` entries are accepted (secret rotation): one match is enough.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-HEADER = "Psp-Signature"
+HEADER = "Stripe-Signature"
 SCHEME = "v1"
 
 MALFORMED = "malformed header"

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onsale.psp import intents, params
+from onsale.psp import intents, methods, params
 from onsale.psp.idempotency import StoredKey
 from onsale.psp.intents import PaymentIntent
+from onsale.psp.methods import PaymentMethod
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS intents (
@@ -38,6 +39,10 @@ CREATE TABLE IF NOT EXISTS intent_metadata (
     intent_id TEXT NOT NULL,
     PRIMARY KEY (key, value, intent_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS payment_methods (
+    id TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -145,6 +150,17 @@ class Store:
             "SELECT id FROM intents WHERE status = 'requires_capture' AND authorized_at <= ?",
             (authorized_before,)).fetchall()
         return [row[0] for row in rows]
+
+    # Payment methods
+
+    def payment_method(self, method_id: str) -> PaymentMethod | None:
+        row = self._db.execute("SELECT data FROM payment_methods WHERE id = ?",
+                               (method_id,)).fetchone()
+        return methods.from_record(json.loads(row[0])) if row is not None else None
+
+    def insert_payment_method(self, method: PaymentMethod) -> None:
+        self._db.execute("INSERT INTO payment_methods (id, data) VALUES (?, ?)",
+                         (method.id, json.dumps(method.record())))
 
     # Idempotency keys
 

@@ -2,7 +2,7 @@
 a webhook receiver that records what it gets, a settable clock, and polling.
 
     sock = reserve_socket()
-    config = PspConfig(api_key=..., public_url=url_of(sock), ...)
+    config = PspConfig(secret_key="sk_test_...", public_url=url_of(sock), ...)
     with ThreadedServer(build_psp_app(config), sock) as base_url:
         ...
 """
