@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -378,3 +379,51 @@ async def test_concurrent_runs_apply_everything_once(pg: EmbeddedPostgres) -> No
         MigrateResult(), MigrateResult(),
         MigrateResult([m.version for m in load_migrations()],
                       [f.name for f in load_functions()])]
+
+
+# --- the move to Stripe's protocol keeps earlier payments readable --------------------------
+
+async def test_payments_from_before_stripe_are_marked_and_stay_readable(
+        pg: EmbeddedPostgres, tmp_path: Path) -> None:
+    """Rows written under the simulator's earlier dialect are 'onsale-v0' after
+    0004, with their references as they were; rows written after are 'stripe'."""
+    migrations, functions = _copy(tmp_path)
+    later = sorted(migrations.glob("0004_*.sql"))
+    assert later, "the migration to Stripe's protocol is 0004"
+    held_back = tmp_path / "later"
+    held_back.mkdir()
+    for path in sorted(migrations.glob("*.sql")):
+        if path.name >= later[0].name:
+            path.rename(held_back / path.name)
+    url = await _new_db(pg, "stripe_mapping")
+    conn = await asyncpg.connect(url)
+    try:
+        await migrate(conn, migrations, functions)
+        # The rows alone (this checks the data mapping): foreign keys are not checked.
+        await conn.execute("SET session_replication_role = replica")
+        order = uuid.uuid4()
+        await conn.execute(
+            "INSERT INTO payment_operations (order_id, kind, status, amount_minor, currency, "
+            "payment_method, provider_ref) VALUES ($1, 'AUTHORIZE', 'SUCCEEDED', 100, 'USD', "
+            "'card_4242', 'pi_0123456789abcdef01234567')", order)
+        await conn.execute(
+            "INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, "
+            "payload) VALUES ('evt_old', 'payment_intent.succeeded', "
+            "'pi_0123456789abcdef01234567', 'applied', '{}')")
+        await conn.execute("RESET session_replication_role")
+        for path in sorted(held_back.glob("*.sql")):
+            path.rename(migrations / path.name)
+        await migrate(conn, migrations, functions)
+        old = await conn.fetchrow("SELECT protocol, payment_method, provider_ref "
+                                  "FROM payment_operations WHERE order_id = $1", order)
+        assert dict(old) == {"protocol": "onsale-v0", "payment_method": "card_4242",
+                             "provider_ref": "pi_0123456789abcdef01234567"}
+        assert await conn.fetchval("SELECT protocol FROM webhook_events "
+                                   "WHERE provider_event_id = 'evt_old'") == "onsale-v0"
+        await conn.execute(
+            "INSERT INTO webhook_events (provider_event_id, event_type, outcome, payload) "
+            "VALUES ('evt_new', 'payment_intent.succeeded', 'applied', '{}')")
+        assert await conn.fetchval("SELECT protocol FROM webhook_events "
+                                   "WHERE provider_event_id = 'evt_new'") == "stripe"
+    finally:
+        await conn.close()
