@@ -49,7 +49,9 @@ def dev_secrets(directory: Path) -> dict[str, str]:
     wanted = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
               "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24),
               "ONSALE_PSP_API_KEY": "sk_dev_" + secrets.token_hex(16),
-              "ONSALE_PSP_WEBHOOK_SECRET": "whsec_dev_" + secrets.token_hex(16)}
+              "ONSALE_PSP_WEBHOOK_SECRET": "whsec_dev_" + secrets.token_hex(16),
+              "ONSALE_PSP_PUBLISHABLE_KEY": "pk_dev_" + secrets.token_hex(16),
+              "ONSALE_PSP_SIM_KEY": "sim_dev_" + secrets.token_hex(16)}
     missing = {k: v for k, v in wanted.items() if k not in stored}
     if missing:
         directory.mkdir(parents=True, exist_ok=True)

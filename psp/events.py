@@ -6,7 +6,6 @@ import json
 import secrets
 from typing import Any
 
-
 # The version this simulator's objects follow (stripe-python 16.x's default); events
 # carry it, and an API request's ``Stripe-Version`` header is answered with it.
 API_VERSION = "2026-10-28.endive"

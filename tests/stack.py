@@ -32,6 +32,7 @@ from tests.sessions_support import mint_cookie
 
 ONSALE = str(Path(sys.executable).parent / "onsale")
 PSP_KEY = "sk_test_onsale_0123456789abcdef"
+PSP_SIM_KEY = "sim_test_onsale_0123456789abcdef"
 WEBHOOK_SECRET = "whsec_onsale_0123456789abcdef"
 APPROVE = "4242424242424242"
 DECLINE = "4000000000000002"
@@ -119,7 +120,7 @@ class Stack:
         return env
 
     def start_psp(self) -> None:
-        env = {**os.environ, "ONSALE_PSP_API_KEY": PSP_KEY,
+        env = {**os.environ, "ONSALE_PSP_API_KEY": PSP_KEY, "ONSALE_PSP_SIM_KEY": PSP_SIM_KEY,
                "ONSALE_PSP_WEBHOOK_URL": f"{self.core_url}/api/webhooks/payments",
                "ONSALE_PSP_WEBHOOK_SECRET": WEBHOOK_SECRET,
                "ONSALE_PSP_AUTH_WINDOW_SECONDS": str(self.auth_window_seconds),
@@ -186,8 +187,9 @@ class Stack:
         return httpx.AsyncClient(base_url=self.core_url, cookies=cookies, timeout=30, auth=auth)
 
     def psp_client(self) -> httpx.AsyncClient:
+        """For the simulator's /_sim/ endpoints (its fault-injection key)."""
         return httpx.AsyncClient(base_url=self.psp_url, timeout=30,
-                                 headers={"Authorization": f"Bearer {PSP_KEY}"})
+                                 headers={"Authorization": f"Bearer {PSP_SIM_KEY}"})
 
     async def set_faults(self, **faults: Any) -> None:
         async with self.psp_client() as c:
