@@ -55,7 +55,7 @@ HOLD_WORDS: dict[str, str] = {
     HoldState.EXPIRED: "Your hold on these seats has expired. Please choose seats again.",
 }
 
-# The payment simulator's test cards (docs/psp.md), shown as hints.
+# Stripe's test cards (the simulator knows them too; docs/psp.md), shown as hints.
 TEST_CARDS: tuple[tuple[str, str], ...] = (
     ("4242 4242 4242 4242", "approved"),
     ("4000 0000 0000 0002", "declined"),
@@ -116,10 +116,15 @@ async def checkout_page(request: Request) -> Response:
                                                             account)
     if hold is None:
         return await problem_page(request, 404, "hold_not_found", title="Seats not found")
+    settings = shared(request).settings
     page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL),
             "now": utc_iso(datetime.now(UTC)),  # the countdown corrects the browser's clock
             "seats_url": f"/events/{hold['event_id']}/seats",
-            "queue_url": f"/events/{hold['event_id']}/queue"}
+            "queue_url": f"/events/{hold['event_id']}/queue",
+            # The card is tokenized in the browser at the provider (Stripe's
+            # PaymentMethods API with the publishable key): only a pm_… id comes here.
+            "provider": {"api_base": settings.stripe_api_base,
+                         "publishable_key": settings.stripe_publishable_key}}
     return await render(request, "seats/checkout.html", hold=hold, page=page, money=money,
                   seat_label=seat_label, hold_words=HOLD_WORDS.get(hold["status"], ""),
                   cards=TEST_CARDS)

@@ -94,11 +94,14 @@ def websocket_origins(origins: Iterable[str]) -> list[str]:
                    if o.startswith(("http://", "https://")) and "[" not in o})
 
 
-def page_policy(origins: Iterable[str]) -> str:
+def page_policy(origins: Iterable[str], provider: str | None = None) -> str:
     """The Content-Security-Policy of every HTML page: scripts, styles and
     images from this site only (no inline script, no inline style attribute,
-    no ``eval``); API and seat-map socket on this site; never framed."""
-    connect = " ".join(["'self'", *websocket_origins(origins)])
+    no ``eval``); API and seat-map socket on this site, and the payment provider's
+    API (``provider``, an origin: the checkout page tokenizes the card there, so the
+    card number goes to the provider and never to this site); never framed."""
+    extra = [provider] if provider else []
+    connect = " ".join(["'self'", *websocket_origins(origins), *extra])
     return ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
             f"connect-src {connect}; object-src 'none'; frame-ancestors 'none'; "
             "base-uri 'none'; form-action 'self'")

@@ -24,7 +24,13 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onsale.kernel.config import Settings
-from onsale.kernel.origins import UNSAFE_METHODS, is_cross_site, page_policy, public_origins
+from onsale.kernel.origins import (
+    UNSAFE_METHODS,
+    is_cross_site,
+    page_policy,
+    parse_origin,
+    public_origins,
+)
 from onsale.kernel.problems import Problem, ProblemResponse
 
 HSTS = "max-age=63072000; includeSubDomains"
@@ -94,8 +100,9 @@ class SecurityMiddleware:
 def security_options(settings: Settings) -> dict[str, Any]:
     """The middleware's arguments from settings (ONSALE_PUBLIC_URL, ONSALE_ALLOWED_ORIGINS)."""
     origins = public_origins(settings.public_url, settings.allowed_origins)
+    provider = parse_origin(settings.stripe_api_base) if settings.payments_configured else None
     return {"allowed_origins": origins, "hsts": settings.public_url.startswith("https://"),
-            "csp": page_policy(origins)}
+            "csp": page_policy(origins, provider)}
 
 
 def security_middleware(settings: Settings) -> Middleware:

@@ -1,5 +1,8 @@
 // The checkout page (/checkout/{hold_id}): a countdown to the hold's expiry, the
-// card entry and Pay. One Idempotency-Key per card attempt: a retry after an
+// card entry and Pay. The card is tokenized in the browser at the payment provider
+// (Stripe's PaymentMethods API with the publishable key, as Stripe.js does): the
+// card number never reaches this site, only the pm_… id does. One Idempotency-Key
+// per card attempt: a retry after an
 // unknown outcome (network error, 503) reuses it, so nothing is charged twice;
 // a declined card gets a new key for the next card. 3-D Secure sends the
 // shopper to the provider's page, which sends them back to the order page.
@@ -14,7 +17,9 @@ const $ = id => document.getElementById(id);
 const skewMs = Date.parse(PAGE.now) - Date.now();   // server clock minus ours
 const orderKey = `onsale-order-${HOLD.hold_id}`;
 
+const PROVIDER = PAGE.provider;
 let key = null, keyCard = null;   // the key and the card it was made for
+let token = null;                 // the PaymentMethod of keyCard, once the provider made it
 let timer = null;
 
 function remainingMs() {
@@ -54,20 +59,55 @@ function showOrderLink(orderId) {
 
 async function pay(event) {
   event.preventDefault();
-  const card = $("card").value.trim();
+  const card = $("card").value.replace(/[\s-]/g, "");
+  const exp = $("card-exp").value.trim(), cvc = $("card-cvc").value.trim();
   if (!card) { flash("Please enter a card number."); $("card").focus(); return; }
-  if (!key || card !== keyCard) { key = newKey(); keyCard = card; }
+  const entered = `${card}|${exp}|${cvc}`;
+  if (!key || entered !== keyCard) { key = newKey(); keyCard = entered; token = null; }
   flash("");
   pending("Paying…");
   let order;
   try {
+    if (!token) token = await tokenize(card, exp, cvc);
+  } catch (error) {
+    pending(null);
+    key = null;
+    flash(error.message);
+    return;
+  }
+  try {
     order = await api(`/api/holds/${HOLD.hold_id}/checkout`,
-                      { method: "POST", body: { payment_method: card }, headers: { "Idempotency-Key": key } });
+                      { method: "POST", body: { payment_method: token }, headers: { "Idempotency-Key": key } });
   } catch (error) {
     payFailed(error);
     return;
   }
   follow(order);
+}
+
+// The card, straight to the provider: POST /v1/payment_methods, form-encoded with
+// Stripe's bracket notation, authorized by the publishable key. Answers the pm_… id,
+// or throws an Error whose message is the provider's sentence.
+async function tokenize(number, exp, cvc) {
+  const [month, year] = exp.split("/").map(part => part.trim());
+  const form = new URLSearchParams({
+    "type": "card", "card[number]": number, "card[exp_month]": month || "",
+    "card[exp_year]": year && year.length === 2 ? `20${year}` : (year || ""), "card[cvc]": cvc });
+  let response;
+  try {
+    response = await fetch(`${PROVIDER.api_base}/v1/payment_methods`, {
+      method: "POST", body: form,
+      headers: { "Authorization": `Bearer ${PROVIDER.publishable_key}`,
+                 "Content-Type": "application/x-www-form-urlencoded" } });
+  } catch (_) {
+    throw new Error("The payment provider could not be reached. Please try again.");
+  }
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok || !answer.id) {
+    const message = answer.error && answer.error.message;
+    throw new Error(message || "The payment provider refused this card. Please check it.");
+  }
+  return answer.id;
 }
 
 function payFailed(error) {
@@ -95,7 +135,7 @@ function follow(order) {
     location.assign(order.next_action.redirect_to_url.url);
   } else if (status === "DECLINED" && order.order_status === "PENDING") {
     pending(null);
-    key = null;   // the next card is a new attempt
+    key = null; token = null;   // the next card is a new attempt
     flash(WORDS.DECLINED);
     $("card").select();
   } else if (status === "PENDING" || status === "UNKNOWN") {
@@ -122,7 +162,12 @@ async function poll(orderId) {
 
 function start() {
   for (const hint of document.querySelectorAll(".card-hint")) {
-    hint.addEventListener("click", () => { $("card").value = hint.dataset.card; $("card").focus(); });
+    hint.addEventListener("click", () => {
+      $("card").value = hint.dataset.card;   // test cards take any future expiry and CVC
+      if (!$("card-exp").value) $("card-exp").value = "12/34";
+      if (!$("card-cvc").value) $("card-cvc").value = "123";
+      $("pay-button").focus();
+    });
   }
   $("pay-form").addEventListener("submit", pay);
   const known = sessionStorage.getItem(orderKey);
