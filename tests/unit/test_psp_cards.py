@@ -8,22 +8,31 @@ from onsale.psp import cards
 
 
 @pytest.mark.parametrize("method, number", [
-    ("4242424242424242", "4242424242424242"),
-    ("4242 4242 4242 4242", "4242424242424242"),
     ("pm_card_visa", "4242424242424242"),
     ("pm_card_chargeDeclined", "4000000000000002"),
-    ("pm_card_chargeDeclinedInsufficientFunds", "4000000000009995"),
-    ("pm_card_threeDSecureRequired", "4000002760003184"),
-    ("1234", "1234"),
+    ("pm_card_visa_chargeDeclined", "4000000000000002"),
+    ("pm_card_visa_chargeDeclinedInsufficientFunds", "4000000000009995"),
+    ("pm_card_authenticationRequired", "4000002760003184"),
+    ("pm_card_threeDSecure2Required", "4000000000003220"),
 ])
-def test_resolve(method: str, number: str) -> None:
-    assert cards.resolve(method) == number
+def test_stripe_test_ids(method: str, number: str) -> None:
+    assert cards.ALIASES[method] == number
 
 
-@pytest.mark.parametrize("method", ["", "   ", "pm_card_unknown", "4242-4242", "card_4242",
-                                    "４２４２"])
-def test_resolve_rejects(method: str) -> None:
-    assert cards.resolve(method) is None
+@pytest.mark.parametrize("typed, number", [("4242424242424242", "4242424242424242"),
+                                           ("4242 4242 4242 4242", "4242424242424242"),
+                                           ("", None), ("   ", None), ("4242-4242", None),
+                                           ("４２４２", None)])
+def test_normalized(typed: str, number: str | None) -> None:
+    assert cards.normalized(typed) == number
+
+
+@pytest.mark.parametrize("number, outcome", [
+    ("4000002760003184", "three_d_secure"), ("4000002500003155", "three_d_secure"),
+    ("4000000000003220", "three_d_secure"), ("4000000000009995", "decline"),
+    ("4242424242424242", "approve")])
+def test_outcomes(number: str, outcome: str) -> None:
+    assert cards.outcome(number).result == outcome
 
 
 @pytest.mark.parametrize("number, valid", [
@@ -55,6 +64,7 @@ def test_outcome(number: str, result: str, code: str | None, decline_code: str |
     assert (outcome.result, outcome.code, outcome.decline_code) == (result, code, decline_code)
 
 
-def test_masked() -> None:
-    assert cards.masked("4242424242424242") == "card_4242"
-    assert cards.masked("4000002760003184") == "card_3184"
+def test_brand() -> None:
+    assert [cards.brand(n) for n in ("4242424242424242", "5555555555554444", "378282246310005",
+                                     "6011111111111117", "2223003122003222", "9999")] == [
+        "visa", "mastercard", "amex", "discover", "mastercard", "unknown"]

@@ -15,7 +15,7 @@ BASE = "http://psp.test"
 
 def confirmed(card: str, return_url: str | None = None) -> intents.Transition:
     return intents.confirm("pi_1", amount=5000, currency="usd", card_number=card,
-                           metadata={"operation_id": "op-1"}, return_url=return_url, now=NOW)
+                           payment_method="pm_1", metadata={"operation_id": "op-1"}, return_url=return_url, now=NOW)
 
 
 def authorized() -> PaymentIntent:
@@ -28,8 +28,11 @@ def test_approved_card_is_authorized() -> None:
     assert t.intent.public(BASE) == {
         "id": "pi_1", "object": "payment_intent", "amount": 5000, "currency": "usd",
         "status": "requires_capture", "capture_method": "manual", "amount_capturable": 5000,
-        "amount_received": 0, "payment_method": "card_4242", "last_payment_error": None,
-        "next_action": None, "cancellation_reason": None,
+        "amount_received": 0, "payment_method": "pm_1", "last_payment_error": None,
+        "next_action": None, "cancellation_reason": None, "canceled_at": None,
+        "latest_charge": "ch_1", "client_secret": "pi_1_secret_sim",
+        "confirmation_method": "automatic", "payment_method_types": ["card"],
+        "description": None, "customer": None,
         "metadata": {"operation_id": "op-1"}, "created": 1_700_000_000, "livemode": False,
     }
     assert t.intent.authorized_at == NOW
@@ -49,7 +52,8 @@ def test_declines_require_a_payment_method(card: str, code: str,
     assert public["status"] == "requires_payment_method"
     assert public["amount_capturable"] == 0
     assert public["last_payment_error"]["code"] == code
-    assert public["last_payment_error"]["decline_code"] == decline_code
+    assert public["last_payment_error"].get("decline_code") == decline_code
+    assert public["last_payment_error"]["type"] == "card_error"
     assert t.intent.authorized_at is None
 
 

@@ -10,7 +10,7 @@ from onsale.psp import events, intents, pages
 
 def intent(return_url: str | None) -> intents.PaymentIntent:
     return intents.confirm("pi_<x>", amount=1234, currency="usd",
-                           card_number="4000002760003184", metadata={}, return_url=return_url,
+                           card_number="4000002760003184", payment_method="pm_1", metadata={}, return_url=return_url,
                            now=1_700_000_000).intent
 
 
@@ -44,5 +44,7 @@ def test_ids_and_event_body() -> None:
     raw = events.body("evt_1", "payment_intent.succeeded", 1_700_000_000, {"id": "pi_1"})
     assert json.loads(raw) == {"id": "evt_1", "object": "event",
                                "type": "payment_intent.succeeded", "created": 1_700_000_000,
-                               "data": {"object": {"id": "pi_1"}}}
+                               "data": {"object": {"id": "pi_1"}}, "livemode": False,
+                               "api_version": events.API_VERSION, "pending_webhooks": 1,
+                               "request": {"id": None, "idempotency_key": None}}
     assert b" " not in raw
