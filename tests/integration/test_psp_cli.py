@@ -55,9 +55,11 @@ def test_serve_stop_and_restart_with_the_same_data_dir(tmp_path: Path) -> None:
         assert wait_for_line(proc, "serving on") == f"onsale psp: serving on {url}/"
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}) as http:
             assert http.get("/healthz").json() == {"status": "ok"}
-            r = http.post("/v1/payment_intents", headers={"Idempotency-Key": "op-cli"}, json={
-                "amount": 100, "currency": "usd", "payment_method": "pm_card_threeDSecureRequired",
-                "metadata": {"operation_id": "op-cli"}})
+            r = http.post("/v1/payment_intents", headers={"Idempotency-Key": "op-cli"}, data={
+                "amount": "100", "currency": "usd",
+                "payment_method": "pm_card_threeDSecureRequired", "capture_method": "manual",
+                "confirm": "true",
+                "metadata[operation_id]": "op-cli"})
             intent = r.json()
             assert intent["next_action"]["redirect_to_url"]["url"] == f"{url}/3ds/{intent['id']}"
     finally:
@@ -81,7 +83,8 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = subprocess.run([ONSALE, "psp", "--data-dir", str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr == "onsale psp: ONSALE_PSP_API_KEY must be at least 16 characters\n"
+    assert done.stderr == ("onsale psp: ONSALE_PSP_SECRET_KEY must start with sk_ and be at least "
+                           "16 characters\n")
     env = {**os.environ, "ONSALE_PSP_API_KEY": KEY, "ONSALE_PSP_WEBHOOK_URL": "http://x/h"}
     env.pop("ONSALE_PSP_WEBHOOK_SECRET", None)
     done = subprocess.run([ONSALE, "psp"], env=env, capture_output=True, text=True, timeout=60)
