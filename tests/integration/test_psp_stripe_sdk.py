@@ -70,7 +70,7 @@ def _create(payment_method: str = "pm_card_visa", **extra: Any) -> dict[str, Any
 
 async def test_create_and_confirm_authorizes(client: stripe.StripeClient) -> None:
     params = _create(expand=["latest_charge"])
-    intent = await client.v1.payment_intents.create_async(params=params)  # type: ignore[arg-type]
+    intent = await client.v1.payment_intents.create_async(params=params)
     assert isinstance(intent, stripe.PaymentIntent)
     assert intent.id.startswith("pi_") and intent.object == "payment_intent"
     assert intent.status == "requires_capture" and intent.capture_method == "manual"
@@ -93,7 +93,7 @@ async def test_create_and_confirm_authorizes(client: stripe.StripeClient) -> Non
 async def test_declines_raise_card_error(client: stripe.StripeClient, method: str, code: str,
                                          decline_code: str) -> None:
     with pytest.raises(stripe.CardError) as caught:
-        await client.v1.payment_intents.create_async(params=_create(method))  # type: ignore[arg-type]
+        await client.v1.payment_intents.create_async(params=_create(method))
     error = caught.value
     assert error.http_status == 402 and error.code == code
     assert error.error is not None and error.error.decline_code == decline_code
@@ -110,7 +110,7 @@ async def test_declines_raise_card_error(client: stripe.StripeClient, method: st
                                     "pm_card_authenticationRequired"])
 async def test_three_d_secure_redirects_and_returns(client: stripe.StripeClient,
                                                     method: str) -> None:
-    intent = await client.v1.payment_intents.create_async(params=_create(method))  # type: ignore[arg-type]
+    intent = await client.v1.payment_intents.create_async(params=_create(method))
     assert intent.status == "requires_action" and intent.next_action is not None
     assert intent.next_action.type == "redirect_to_url"
     redirect = intent.next_action.redirect_to_url
@@ -127,12 +127,12 @@ async def test_three_d_secure_redirects_and_returns(client: stripe.StripeClient,
 
 
 async def test_capture_and_cancel(client: stripe.StripeClient) -> None:
-    first = await client.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+    first = await client.v1.payment_intents.create_async(params=_create())
     captured = await client.v1.payment_intents.capture_async(
         first.id, params={"amount_to_capture": 4000})
     assert captured.status == "succeeded" and captured.amount_received == 4000
     assert captured.amount_capturable == 0
-    second = await client.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+    second = await client.v1.payment_intents.create_async(params=_create())
     canceled = await client.v1.payment_intents.cancel_async(
         second.id, params={"cancellation_reason": "abandoned"})
     assert canceled.status == "canceled" and canceled.cancellation_reason == "abandoned"
@@ -151,8 +151,8 @@ async def test_retrieve_unknown_is_404(client: stripe.StripeClient) -> None:
 
 async def test_search_by_operation_id(client: stripe.StripeClient) -> None:
     params = _create()
-    made = await client.v1.payment_intents.create_async(params=params)  # type: ignore[arg-type]
-    await client.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+    made = await client.v1.payment_intents.create_async(params=params)
+    await client.v1.payment_intents.create_async(params=_create())
     operation = params["metadata"]["operation_id"]
     found = await client.v1.payment_intents.search_async(
         params={"query": f"metadata['operation_id']:'{operation}'"})
@@ -164,15 +164,15 @@ async def test_idempotent_replay_and_conflict(client: stripe.StripeClient) -> No
     key = str(uuid.uuid4())
     params = _create()
     first = await client.v1.payment_intents.create_async(
-        params=params, options={"idempotency_key": key})  # type: ignore[arg-type]
+        params=params, options={"idempotency_key": key})
     again = await client.v1.payment_intents.create_async(
-        params=params, options={"idempotency_key": key})  # type: ignore[arg-type]
+        params=params, options={"idempotency_key": key})
     assert again.id == first.id
     assert again.last_response is not None
     assert again.last_response.headers.get("idempotent-replayed") == "true"
     with pytest.raises(stripe.IdempotencyError) as caught:
         await client.v1.payment_intents.create_async(
-            params={**params, "amount": 6000}, options={"idempotency_key": key})  # type: ignore[arg-type]
+            params={**params, "amount": 6000}, options={"idempotency_key": key})
     assert caught.value.http_status == 400
     assert caught.value.error is not None and caught.value.error.type == "idempotency_error"
     # a replayed decline is the same CardError, for the same PaymentIntent
@@ -181,7 +181,7 @@ async def test_idempotent_replay_and_conflict(client: stripe.StripeClient) -> No
     for _ in range(2):
         with pytest.raises(stripe.CardError) as card:
             await client.v1.payment_intents.create_async(
-                params=declined, options={"idempotency_key": "decline-" + key})  # type: ignore[arg-type]
+                params=declined, options={"idempotency_key": "decline-" + key})
         assert card.value.error is not None and card.value.error.payment_intent is not None
         ids.append(card.value.error.payment_intent.id)
     assert ids[0] == ids[1]
@@ -197,7 +197,7 @@ async def test_tokenization_with_the_publishable_key(sim: Sim) -> None:
     assert (method.card.brand, method.card.last4, method.card.exp_month,
             method.card.exp_year) == ("visa", "3155", 12, 2034)
     assert method.livemode is False
-    intent = await sim.client().v1.payment_intents.create_async(params=_create(method.id))  # type: ignore[arg-type]
+    intent = await sim.client().v1.payment_intents.create_async(params=_create(method.id))
     assert intent.status == "requires_action" and intent.payment_method == method.id
     with pytest.raises(stripe.CardError) as caught:
         await public.v1.payment_methods.create_async(params={
@@ -206,7 +206,7 @@ async def test_tokenization_with_the_publishable_key(sim: Sim) -> None:
     assert caught.value.code == "incorrect_number" and caught.value.param == "card[number]"
     # the publishable key is good for nothing else
     with pytest.raises(stripe.AuthenticationError):
-        await public.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+        await public.v1.payment_intents.create_async(params=_create())
     with pytest.raises(stripe.AuthenticationError):
         await public.v1.payment_intents.retrieve_async(intent.id)
 
@@ -230,7 +230,7 @@ async def test_bad_keys(sim: Sim) -> None:
 
 async def test_unknown_parameter(client: stripe.StripeClient) -> None:
     with pytest.raises(stripe.InvalidRequestError) as caught:
-        await client.v1.payment_intents.create_async(params=_create(shipping_rate="x"))  # type: ignore[arg-type]
+        await client.v1.payment_intents.create_async(params=_create(shipping_rate="x"))
     assert caught.value.code == "parameter_unknown" and caught.value.param == "shipping_rate"
 
 
@@ -250,9 +250,9 @@ async def test_sim_faults_reach_the_sdk(sim: Sim, client: stripe.StripeClient) -
             {"op": "authorize", "fault": "error_500", "count": 1}]})
         assert r.status_code == 200, r.text
     with pytest.raises(stripe.APIError) as caught:
-        await client.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+        await client.v1.payment_intents.create_async(params=_create())
     assert caught.value.http_status == 500
-    intent = await client.v1.payment_intents.create_async(params=_create())  # type: ignore[arg-type]
+    intent = await client.v1.payment_intents.create_async(params=_create())
     assert intent.status == "requires_capture"
 
 
@@ -260,11 +260,11 @@ async def test_webhooks_verify_with_the_sdk(sim: Sim, client: stripe.StripeClien
     sim.receiver.fail_next = 2  # retried until accepted
     key = str(uuid.uuid4())
     intent = await client.v1.payment_intents.create_async(
-        params=_create(), options={"idempotency_key": key})  # type: ignore[arg-type]
+        params=_create(), options={"idempotency_key": key})
     await client.v1.payment_intents.capture_async(intent.id)
     declined: list[str] = []
     try:
-        await client.v1.payment_intents.create_async(params=_create("pm_card_chargeDeclined"))  # type: ignore[arg-type]
+        await client.v1.payment_intents.create_async(params=_create("pm_card_chargeDeclined"))
     except stripe.CardError as exc:
         assert exc.error is not None and exc.error.payment_intent is not None
         declined.append(exc.error.payment_intent.id)

@@ -15,7 +15,8 @@ BASE = "http://psp.test"
 
 def confirmed(card: str, return_url: str | None = None) -> intents.Transition:
     return intents.confirm("pi_1", amount=5000, currency="usd", card_number=card,
-                           payment_method="pm_1", metadata={"operation_id": "op-1"}, return_url=return_url, now=NOW)
+                           payment_method="pm_1", metadata={"operation_id": "op-1"},
+                           return_url=return_url, now=NOW)
 
 
 def authorized() -> PaymentIntent:

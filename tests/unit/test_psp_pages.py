@@ -10,7 +10,8 @@ from onsale.psp import events, intents, pages
 
 def intent(return_url: str | None) -> intents.PaymentIntent:
     return intents.confirm("pi_<x>", amount=1234, currency="usd",
-                           card_number="4000002760003184", payment_method="pm_1", metadata={}, return_url=return_url,
+                           card_number="4000002760003184", payment_method="pm_1",
+                           metadata={}, return_url=return_url,
                            now=1_700_000_000).intent
 
 
