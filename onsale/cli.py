@@ -202,11 +202,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
             valkey = start_valkey(base / "valkey")
             started.append(valkey)
             env["REDIS_URL"] = valkey.url
-        if not env.get("ONSALE_PSP_URL"):
+        if not env.get("ONSALE_STRIPE_SECRET_KEY"):  # no provider given: the simulator
             env["ONSALE_PSP_WEBHOOK_URL"] = f"http://127.0.0.1:{args.port}/api/webhooks/payments"
             psp = start_psp(base / "psp", env)
             started.append(psp)
-            env["ONSALE_PSP_URL"] = psp.url
+            # Core speaks Stripe's protocol through the SDK, pointed at the simulator.
+            env["ONSALE_STRIPE_API_BASE"] = psp.url
+            env["ONSALE_STRIPE_SECRET_KEY"] = env["ONSALE_PSP_API_KEY"]
+            env["ONSALE_STRIPE_PUBLISHABLE_KEY"] = env["ONSALE_PSP_PUBLISHABLE_KEY"]
+            env["ONSALE_STRIPE_WEBHOOK_SECRET"] = env["ONSALE_PSP_WEBHOOK_SECRET"]
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
         env.setdefault("ONSALE_ALLOW_SIMULATOR", "true")  # dev pays the simulator
         settings = Settings.from_env(env)
@@ -217,7 +221,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
-        print(f"onsale dev: payment provider simulator {settings.psp_url}/ "
+        print(f"onsale dev: payment provider {settings.stripe_api_base}/ "
               "(test cards in docs/psp.md)")
         print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "
               f"ws://{args.host}:{args.port}/ws/events/{event_id}/seatmap "

@@ -33,11 +33,14 @@ from tests.sessions_support import mint_cookie
 ONSALE = str(Path(sys.executable).parent / "onsale")
 PSP_KEY = "sk_test_onsale_0123456789abcdef"
 PSP_SIM_KEY = "sim_test_onsale_0123456789abcdef"
+PSP_PUBLISHABLE = "pk_test_onsale_0123456789abcdef"
 WEBHOOK_SECRET = "whsec_onsale_0123456789abcdef"
-APPROVE = "4242424242424242"
-DECLINE = "4000000000000002"
-INSUFFICIENT = "4000000000009995"
-THREE_DS = "4000002760003184"
+# Stripe's test PaymentMethods (the simulator knows them): what a page or API client
+# sends once the card is tokenized.
+APPROVE = "pm_card_visa"
+DECLINE = "pm_card_chargeDeclined"
+INSUFFICIENT = "pm_card_visa_chargeDeclinedInsufficientFunds"
+THREE_DS = "pm_card_threeDSecure2Required"
 
 
 class Process:
@@ -104,9 +107,10 @@ class Stack:
     def core_env(self, **extra: str) -> dict[str, str]:
         env = {
             **os.environ, "DATABASE_URL": self.db_url, "ONSALE_SECRET_KEY": SECRET,
-            "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN, "ONSALE_PSP_URL": self.psp_url,
-            "ONSALE_PSP_API_KEY": PSP_KEY, "ONSALE_PSP_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "ONSALE_PSP_TIMEOUT": "2", "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS": "0",
+            "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN, "ONSALE_STRIPE_API_BASE": self.psp_url,
+            "ONSALE_STRIPE_SECRET_KEY": PSP_KEY, "ONSALE_STRIPE_PUBLISHABLE_KEY": PSP_PUBLISHABLE,
+            "ONSALE_STRIPE_WEBHOOK_SECRET": WEBHOOK_SECRET, "ONSALE_STRIPE_TIMEOUT": "2",
+            "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS": "0",
             "ONSALE_PAYMENT_GRACE_SECONDS": str(self.grace_seconds),
             "ONSALE_PAYMENT_FIRST_CHECK_SECONDS": "0", "ONSALE_PAYMENT_RETRY_SECONDS": "1",
             "ONSALE_RECONCILE_INTERVAL": "0.2", "ONSALE_PUBLIC_URL": self.core_url,
@@ -120,7 +124,8 @@ class Stack:
         return env
 
     def start_psp(self) -> None:
-        env = {**os.environ, "ONSALE_PSP_API_KEY": PSP_KEY, "ONSALE_PSP_SIM_KEY": PSP_SIM_KEY,
+        env = {**os.environ, "ONSALE_PSP_SECRET_KEY": PSP_KEY, "ONSALE_PSP_SIM_KEY": PSP_SIM_KEY,
+               "ONSALE_PSP_PUBLISHABLE_KEY": PSP_PUBLISHABLE,
                "ONSALE_PSP_WEBHOOK_URL": f"{self.core_url}/api/webhooks/payments",
                "ONSALE_PSP_WEBHOOK_SECRET": WEBHOOK_SECRET,
                "ONSALE_PSP_AUTH_WINDOW_SECONDS": str(self.auth_window_seconds),
@@ -213,8 +218,9 @@ class Stack:
 async def payments_for(stack: Stack) -> AsyncIterator[Payments]:
     """The reconciler's side of the stack, driven step by step from a test."""
     settings = make_settings(
-        stack.db_url, db_pool_max=4, psp_url=stack.psp_url, psp_api_key=PSP_KEY,
-        psp_webhook_secret=WEBHOOK_SECRET, psp_timeout=2.0, payment_retry_seconds=1,
+        stack.db_url, db_pool_max=4, stripe_api_base=stack.psp_url, stripe_secret_key=PSP_KEY,
+        stripe_publishable_key=PSP_PUBLISHABLE, stripe_webhook_secret=WEBHOOK_SECRET,
+        stripe_timeout=2.0, payment_retry_seconds=1,
         payment_grace_seconds=stack.grace_seconds)
     pool = await create_pool(settings)
     payments = build_payments(Database(pool, 2.0), settings, Metrics())

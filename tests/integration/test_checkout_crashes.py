@@ -174,9 +174,9 @@ async def test_an_authorization_after_the_release_is_voided_never_sold(
             got = await the_order(db, hold_id)
             return bool(got["payment_status"] == "VOIDED")
         await eventually(voided)
-    async with fresh_stack.psp_client() as p:
-        intent = (await p.get(f"/v1/payment_intents/{late.body['id']}")).json()
-    assert intent["status"] == "canceled"
+    async with payments_for(fresh_stack) as payments:  # what the provider says, via the SDK
+        intent = (await payments.client.retrieve(late.body["id"])).body
+    assert intent is not None and intent["status"] == "canceled"
     seat = await db.fetchrow("SELECT status, hold_id FROM seat_inventory WHERE event_id = $1 "
                              "AND seat_id = 6", event_id)
     assert seat["status"] == "HELD" and seat["hold_id"] != uuid.UUID(hold_id)
