@@ -25,7 +25,7 @@ from onsale.psp import errors, events, faults, form, idempotency, pages, params
 from onsale.psp.config import PspConfig
 from onsale.psp.errors import ApiError
 from onsale.psp.faults import FaultState
-from onsale.psp.middleware import FaultMiddleware, SimulatorHeader
+from onsale.psp.middleware import BrowserTokenization, FaultMiddleware, SimulatorHeader
 from onsale.psp.service import Reply, Service
 from onsale.psp.store import Store
 from onsale.psp.webhooks import Dispatcher, poster
@@ -329,7 +329,7 @@ class PspApp(Starlette):
     fault_middleware: Callable[[Any], Any] | None = None
 
     def build_middleware_stack(self) -> Any:
-        stack = SimulatorHeader(super().build_middleware_stack())
+        stack = SimulatorHeader(BrowserTokenization(super().build_middleware_stack()))
         return self.fault_middleware(stack) if self.fault_middleware is not None else stack
 
 

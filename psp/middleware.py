@@ -140,3 +140,36 @@ async def _answer_500(send: Send) -> None:
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         SIMULATOR_HEADER]})
     await send({"type": "http.response.body", "body": body})
+
+
+TOKENIZE_PATH = "/v1/payment_methods"
+_CORS = [(b"access-control-allow-origin", b"*")]
+
+
+class BrowserTokenization:
+    """Lets a checkout page on another origin tokenize a card here, as Stripe's API
+    lets Stripe.js: ``POST /v1/payment_methods`` answers with
+    ``Access-Control-Allow-Origin: *`` (the publishable key authorizes it, no cookie
+    is involved), and its preflight ``OPTIONS`` is answered without reaching a route."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != TOKENIZE_PATH:
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": [
+                *_CORS, (b"access-control-allow-methods", b"POST"),
+                (b"access-control-allow-headers", b"authorization, content-type"),
+                (b"access-control-max-age", b"600")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *_CORS]
+            await send(message)
+
+        await self.app(scope, receive, with_cors)

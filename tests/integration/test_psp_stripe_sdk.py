@@ -293,3 +293,26 @@ async def test_webhooks_verify_with_the_sdk(sim: Sim, client: stripe.StripeClien
         stripe.Webhook.construct_event(delivery.body, delivery.headers["stripe-signature"],
                                        "whsec_other")
     assert json.loads(delivery.body)["object"] == "event"
+
+
+async def test_a_page_on_another_origin_may_tokenize_a_card(sim: Sim) -> None:
+    """What the checkout page does in the browser (web/static/js/checkout.js): a CORS
+    preflight, then the card form-encoded with the publishable key."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=sim.url) as c:
+        preflight = await c.options("/v1/payment_methods", headers={
+            "Origin": "http://shop.test", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type"})
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == "*"
+        assert "authorization" in preflight.headers["access-control-allow-headers"]
+        made = await c.post("/v1/payment_methods", headers={
+            "Origin": "http://shop.test", "Authorization": f"Bearer {PUBLISHABLE_KEY}"},
+            data={"type": "card", "card[number]": "4242424242424242",
+                  "card[exp_month]": "12", "card[exp_year]": "2034", "card[cvc]": "123"})
+        assert made.status_code == 200, made.text
+        assert made.headers["access-control-allow-origin"] == "*"
+        assert made.json()["id"].startswith("pm_")
+        other = await c.options("/v1/payment_intents")  # only tokenization is open to pages
+        assert "access-control-allow-origin" not in other.headers
