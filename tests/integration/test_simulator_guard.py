@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from onsale.compose import Tiers, app_for
-from onsale.core.psp_client import SIMULATOR_HEADER, PspClient
+from onsale.core.psp_client import SIMULATOR_HEADER
+from onsale.core.stripe_provider import StripeProvider
 from onsale.embedded import free_port
 from tests.conftest import make_settings
-from tests.stack import ONSALE, PSP_KEY, WEBHOOK_SECRET, Process, Stack
+from tests.stack import ONSALE, PSP_KEY, PSP_PUBLISHABLE, WEBHOOK_SECRET, Process, Stack
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ async def test_serve_starts_with_the_setting_or_an_unreachable_provider(
     allowed = Process([ONSALE, "serve", "--role", "core", "--port", str(free_port())],
                       simulator.core_env(), "serving on", "core")
     allowed.stop()
-    env = simulator.core_env(ONSALE_PSP_URL=f"http://127.0.0.1:{free_port()}")
+    env = simulator.core_env(ONSALE_STRIPE_API_BASE=f"http://127.0.0.1:{free_port()}")
     env.pop("ONSALE_ALLOW_SIMULATOR")
     down = Process([ONSALE, "serve", "--role", "core", "--port", str(free_port())],
                    env, "serving on", "core")
@@ -73,8 +74,8 @@ async def test_serve_starts_with_the_setting_or_an_unreachable_provider(
 
 async def test_an_answer_from_the_simulator_is_no_answer_without_the_setting(
         simulator: Stack) -> None:
-    guarded = PspClient(simulator.psp_url, PSP_KEY, 2.0)
-    allowed = PspClient(simulator.psp_url, PSP_KEY, 2.0, allow_simulator=True)
+    guarded = StripeProvider(simulator.psp_url, PSP_KEY, 2.0)
+    allowed = StripeProvider(simulator.psp_url, PSP_KEY, 2.0, allow_simulator=True)
     try:
         refused = await guarded.retrieve("pi_missing")
         assert refused.status_code is None and refused.error is not None
@@ -87,9 +88,9 @@ async def test_an_answer_from_the_simulator_is_no_answer_without_the_setting(
 
 async def test_a_webhook_from_the_simulator_is_refused_without_the_setting(
         db_url: str) -> None:
-    settings = make_settings(db_url, psp_url=f"http://127.0.0.1:{free_port()}",
-                             psp_api_key=PSP_KEY, psp_webhook_secret=WEBHOOK_SECRET,
-                             allow_simulator=False)
+    settings = make_settings(db_url, stripe_api_base=f"http://127.0.0.1:{free_port()}",
+                             stripe_secret_key=PSP_KEY, stripe_publishable_key=PSP_PUBLISHABLE,
+                             stripe_webhook_secret=WEBHOOK_SECRET, allow_simulator=False)
     app = app_for(Tiers(core=True), settings)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
