@@ -11,20 +11,22 @@ from typing import Any
 
 import httpx
 import pytest
+import stripe
 
 from onsale.psp.app import build_psp_app
 from onsale.psp.config import PspConfig
 from onsale.psp.testing import ThreadedServer, reserve_socket
-
-KEY = "sk_test_psp_0123456789"
+from tests.psp_support import AUTH, KEY, SIM_AUTH, SIM_KEY, form
 
 
 class Client:
-    def __init__(self, http: httpx.AsyncClient) -> None:
+    def __init__(self, http: httpx.AsyncClient, sim: httpx.AsyncClient) -> None:
         self.http = http
+        self.url = str(http.base_url).rstrip("/")
+        self.sim = sim  # /_sim/*, with the sim key
 
     async def faults(self, *rules: dict[str, Any]) -> dict[str, Any]:
-        r = await self.http.put("/_sim/faults", json={"rules": list(rules)})
+        r = await self.sim.put("/_sim/faults", json={"rules": list(rules)})
         assert r.status_code == 200, r.text
         data: dict[str, Any] = r.json()
         return data
@@ -34,7 +36,7 @@ class Client:
                 "capture_method": "manual", "confirm": True,
                 "metadata": {"order_id": "o-1", "operation_id": key}}
         extra: dict[str, Any] = {"timeout": read_timeout} if read_timeout else {}
-        return await self.http.post("/v1/payment_intents", json=body,
+        return await self.http.post("/v1/payment_intents", data=dict(form(body)),
                                     headers={"Idempotency-Key": key}, **extra)
 
     async def found(self, key: str) -> list[dict[str, Any]]:
@@ -48,11 +50,11 @@ class Client:
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[Client]:
     sock = reserve_socket()
-    app = build_psp_app(PspConfig(api_key=KEY, data_dir=tmp_path))
+    app = build_psp_app(PspConfig(secret_key=KEY, sim_key=SIM_KEY, data_dir=tmp_path))
     with ThreadedServer(app, sock) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=10,
-                                     headers={"Authorization": f"Bearer {KEY}"}) as http:
-            yield Client(http)
+        async with httpx.AsyncClient(base_url=url, timeout=10, headers=AUTH) as http, \
+                httpx.AsyncClient(base_url=url, timeout=10, headers=SIM_AUTH) as sim:
+            yield Client(http, sim)
 
 
 async def test_latency_delays_then_processes(client: Client) -> None:
@@ -60,7 +62,7 @@ async def test_latency_delays_then_processes(client: Client) -> None:
     r = await client.authorize("op-slow")
     assert r.status_code == 200
     assert len(await client.found("op-slow")) == 1
-    state = (await client.http.get("/_sim/faults")).json()
+    state = (await client.sim.get("/_sim/faults")).json()
     assert state["rules"][0]["remaining"] == 0
 
 
@@ -98,10 +100,10 @@ async def test_lost_capture_response(client: Client) -> None:
     await client.faults({"op": "capture", "fault": "lost_response", "count": 1})
     path = f"/v1/payment_intents/{intent['id']}/capture"
     with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
-        await client.http.post(path, json={}, headers={"Idempotency-Key": "cap-1"})
+        await client.http.post(path, headers={"Idempotency-Key": "cap-1"})
     r = await client.http.get(f"/v1/payment_intents/{intent['id']}")
     assert r.json()["status"] == "succeeded"
-    retry = await client.http.post(path, json={}, headers={"Idempotency-Key": "cap-1"})
+    retry = await client.http.post(path, headers={"Idempotency-Key": "cap-1"})
     assert (retry.status_code, retry.json()["status"]) == (200, "succeeded")
 
 
@@ -125,21 +127,21 @@ async def test_rules_apply_only_to_their_operation_and_probability(client: Clien
         assert (await client.authorize(f"op-{n}")).status_code == 200
     intent = (await client.authorize("op-void")).json()
     for _ in range(2):  # count null: every matching request
-        r = await client.http.post(f"/v1/payment_intents/{intent['id']}/cancel", json={},
+        r = await client.http.post(f"/v1/payment_intents/{intent['id']}/cancel",
                                    headers={"Idempotency-Key": uuid.uuid4().hex})
         assert r.status_code == 500
-    state = (await client.http.get("/_sim/faults")).json()
+    state = (await client.sim.get("/_sim/faults")).json()
     assert [rule["remaining"] for rule in state["rules"]] == [None, None]
-    await client.http.delete("/_sim/faults")
-    r = await client.http.post(f"/v1/payment_intents/{intent['id']}/cancel", json={},
+    await client.sim.delete("/_sim/faults")
+    r = await client.http.post(f"/v1/payment_intents/{intent['id']}/cancel",
                                headers={"Idempotency-Key": uuid.uuid4().hex})
     assert r.json()["status"] == "canceled"
 
 
 async def test_unauthenticated_requests_do_not_spend_faults(client: Client) -> None:
     await client.faults({"op": "authorize", "fault": "error_500", "count": 1})
-    r = await client.http.post("/v1/payment_intents", json={},
-                               headers={"Authorization": "Bearer nope-nope-nope-nope"})
+    r = await client.http.post("/v1/payment_intents",
+                               headers={"Authorization": "Bearer sk_test_nope_nope_nope"})
     assert r.status_code == 401
     assert (await client.authorize("op-auth")).status_code == 500
 
@@ -150,6 +152,32 @@ async def test_concurrent_duplicates_over_sockets_create_one_intent(client: Clie
     assert {r.status_code for r in answers} == {200}
     assert len({r.json()["id"] for r in answers}) == 1
     assert len(await client.found("op-burst")) == 1
-    stats = (await client.http.get("/_sim/stats")).json()
+    stats = (await client.sim.get("/_sim/stats")).json()
     assert stats["duplicate_operation_ids"] == []
     assert stats["authorizations"] == 1
+
+
+@pytest.mark.parametrize("fault", [{"fault": "lost_response"},
+                                   {"fault": "timeout", "ms": 3000}])
+async def test_the_sdk_sees_a_lost_answer_and_its_retry_is_replayed(
+        client: Client, fault: dict[str, Any]) -> None:
+    """What core's provider meets: the SDK raises APIConnectionError (no automatic
+    retry here), the intent exists all the same, and the same Idempotency-Key
+    returns it."""
+    sdk = stripe.StripeClient(KEY, base_addresses={"api": client.url},
+                              http_client=stripe.HTTPXClient(timeout=0.5),
+                              max_network_retries=0)
+    await client.faults({"op": "authorize", "count": 1, **fault})
+    params: dict[str, Any] = {
+        "amount": 1000, "currency": "usd", "payment_method": "pm_card_visa",
+        "capture_method": "manual", "confirm": True,
+        "metadata": {"operation_id": "op-sdk"}}
+    with pytest.raises(stripe.APIConnectionError):
+        await sdk.v1.payment_intents.create_async(
+            params=params, options={"idempotency_key": "op-sdk"})  # type: ignore[arg-type]
+    [intent] = await client.found("op-sdk")
+    again = await sdk.v1.payment_intents.create_async(
+        params=params, options={"idempotency_key": "op-sdk"})  # type: ignore[arg-type]
+    assert again.id == intent["id"] and again.status == "requires_capture"
+    assert again.last_response is not None
+    assert again.last_response.headers.get("idempotent-replayed") == "true"

@@ -15,33 +15,39 @@ from typing import Any
 
 import httpx
 import pytest
+import stripe
 
 from onsale.psp.app import build_psp_app
 from onsale.psp.config import PspConfig
 from onsale.psp.signature import HEADER, MISMATCH, SignatureError, verify
 from onsale.psp.testing import Receiver, ThreadedServer, eventually, reserve_socket, url_of
-
-KEY = "sk_test_psp_0123456789"
-SECRET = "whsec_test_0123456789"
+from tests.psp_support import AUTH, KEY, SECRET, SIM_AUTH, SIM_KEY, card, form
 
 
 @dataclass
 class Setup:
     http: httpx.AsyncClient
+    sim: httpx.AsyncClient  # /_sim/*, with the sim key
     receiver: Receiver
 
     async def authorize(self, method: str = "pm_card_visa") -> dict[str, Any]:
         key = str(uuid.uuid4())
-        r = await self.http.post("/v1/payment_intents", headers={"Idempotency-Key": key}, json={
-            "amount": 2500, "currency": "usd", "payment_method": method,
-            "metadata": {"order_id": "o", "operation_id": key}})
+        if method.isdigit():  # a card number, tokenized first as a page does
+            made = await self.http.post("/v1/payment_methods", data=dict(form(card(method))))
+            assert made.status_code == 200, made.text
+            method = made.json()["id"]
+        r = await self.http.post("/v1/payment_intents", headers={"Idempotency-Key": key},
+                                 data=dict(form({
+                                     "amount": 2500, "currency": "usd", "payment_method": method,
+                                     "capture_method": "manual", "confirm": True,
+                                     "metadata": {"order_id": "o", "operation_id": key}})))
         assert r.status_code in (200, 402), r.text
         data: dict[str, Any] = r.json() if r.status_code == 200 else \
             r.json()["error"]["payment_intent"]
         return data
 
     async def deliveries(self) -> list[dict[str, Any]]:
-        data: list[dict[str, Any]] = (await self.http.get("/_sim/webhooks")).json()["data"]
+        data: list[dict[str, Any]] = (await self.sim.get("/_sim/webhooks")).json()["data"]
         return data
 
     async def settled(self, count: int) -> list[dict[str, Any]]:
@@ -56,7 +62,7 @@ class Setup:
 
 def psp_config(tmp_path: Path, webhook_url: str, **overrides: Any) -> PspConfig:
     settings: dict[str, Any] = dict(
-        api_key=KEY, data_dir=tmp_path / "psp", webhook_url=webhook_url,
+        secret_key=KEY, sim_key=SIM_KEY, data_dir=tmp_path / "psp", webhook_url=webhook_url,
         webhook_secret=SECRET, webhook_backoff_base=0.02, webhook_backoff_cap=0.1,
         webhook_timeout=2.0, sweep_interval=0.05)
     settings.update(overrides)
@@ -75,9 +81,9 @@ async def started(config: PspConfig, receiver: Receiver) -> AsyncIterator[Setup]
     sock = reserve_socket()
     app = build_psp_app(config)
     with ThreadedServer(app, sock) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=10,
-                                     headers={"Authorization": f"Bearer {KEY}"}) as http:
-            yield Setup(http, receiver)
+        async with httpx.AsyncClient(base_url=url, timeout=10, headers=AUTH) as http, \
+                httpx.AsyncClient(base_url=url, timeout=10, headers=SIM_AUTH) as sim:
+            yield Setup(http, sim, receiver)
 
 
 @pytest.fixture
@@ -89,7 +95,7 @@ async def setup(tmp_path: Path, receiver: tuple[Receiver, str]) -> AsyncIterator
 
 async def test_events_are_signed_snapshots_with_unique_ids(setup: Setup) -> None:
     intent = await setup.authorize()
-    r = await setup.http.post(f"/v1/payment_intents/{intent['id']}/capture", json={},
+    r = await setup.http.post(f"/v1/payment_intents/{intent['id']}/capture",
                               headers={"Idempotency-Key": "cap"})
     assert r.status_code == 200
     await setup.settled(2)
@@ -100,6 +106,10 @@ async def test_events_are_signed_snapshots_with_unique_ids(setup: Setup) -> None
         assert delivery.headers["content-type"] == "application/json"
         verify(SECRET, delivery.body, delivery.headers[HEADER.lower()], now=time.time())
         assert re.fullmatch(r"t=\d+,v1=[0-9a-f]{64}", delivery.headers[HEADER.lower()])
+        assert HEADER == "Stripe-Signature"  # and the official SDK accepts it
+        event = stripe.Webhook.construct_event(delivery.body,
+                                               delivery.headers["stripe-signature"], SECRET)
+        assert event.data.object["id"] == intent["id"]
         with pytest.raises(SignatureError) as caught:
             verify(SECRET, delivery.body + b" ", delivery.headers[HEADER.lower()],
                    now=time.time())
@@ -164,7 +174,7 @@ async def test_gives_up_after_the_maximum_attempts(
 
 
 async def test_fail_first_fault_skips_sending(setup: Setup) -> None:
-    r = await setup.http.put("/_sim/faults", json={"webhooks": {"fail_first": 2}})
+    r = await setup.sim.put("/_sim/faults", json={"webhooks": {"fail_first": 2}})
     assert r.status_code == 200
     await setup.authorize()
     [row] = await setup.settled(1)
@@ -173,7 +183,7 @@ async def test_fail_first_fault_skips_sending(setup: Setup) -> None:
 
 
 async def test_duplicate_fault_delivers_each_event_twice(setup: Setup) -> None:
-    await setup.http.put("/_sim/faults", json={"webhooks": {"duplicate": 1.0}})
+    await setup.sim.put("/_sim/faults", json={"webhooks": {"duplicate": 1.0}})
     await setup.authorize()
     await setup.authorize("4000000000000002")
     rows = await setup.settled(2)
@@ -185,12 +195,12 @@ async def test_duplicate_fault_delivers_each_event_twice(setup: Setup) -> None:
 
 
 async def test_paused_then_shuffled_and_delayed(setup: Setup) -> None:
-    await setup.http.put("/_sim/faults", json={"webhooks": {"paused": True}})
+    await setup.sim.put("/_sim/faults", json={"webhooks": {"paused": True}})
     created = [(await setup.authorize())["id"] for _ in range(10)]
     assert setup.receiver.received == []
     rows = await setup.deliveries()
     assert {(row["state"], row["attempts"]) for row in rows} == {("pending", 0)}
-    r = await setup.http.put("/_sim/faults", json={"webhooks": {
+    r = await setup.sim.put("/_sim/faults", json={"webhooks": {
         "paused": False, "shuffle": True, "delay_ms": 50}})
     assert r.json()["webhooks"] == {"duplicate": 0.0, "delay_ms": 50, "shuffle": True,
                                     "fail_first": 0, "paused": False}
