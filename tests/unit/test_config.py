@@ -236,34 +236,63 @@ def test_pool_min_above_max_is_a_config_error() -> None:
 
 # --- payments --------------------------------------------------------------------------------
 
-PSP = {"ONSALE_PSP_URL": "http://127.0.0.1:8100/", "ONSALE_PSP_API_KEY": "k" * 16,
-       "ONSALE_PSP_WEBHOOK_SECRET": "w" * 16}
+STRIPE = {"ONSALE_STRIPE_API_BASE": "http://127.0.0.1:8100/",
+          "ONSALE_STRIPE_SECRET_KEY": "sk_test_" + "k" * 16,
+          "ONSALE_STRIPE_PUBLISHABLE_KEY": "pk_test_" + "p" * 16,
+          "ONSALE_STRIPE_WEBHOOK_SECRET": "whsec_" + "w" * 16}
 
 
-def test_payments_are_off_without_a_provider_url() -> None:
+def test_payments_are_off_without_a_secret_key() -> None:
     s = load()
-    assert (s.psp_url, s.payment_grace_seconds, s.checkout_min_remaining_seconds) == \
-        (None, 600, 15)
+    assert (s.payments_configured, s.stripe_secret_key, s.stripe_api_base) == (
+        False, "", "https://api.stripe.com")
+    assert (s.payment_grace_seconds, s.checkout_min_remaining_seconds) == (600, 15)
 
 
-def test_provider_settings_are_read_and_the_url_normalised() -> None:
-    s = load(**PSP, ONSALE_PSP_TIMEOUT="2.5", ONSALE_PUBLIC_URL="https://shop.example/")
-    assert (s.psp_url, s.psp_api_key, s.psp_webhook_secret, s.psp_timeout, s.public_url) == \
-        ("http://127.0.0.1:8100", "k" * 16, "w" * 16, 2.5, "https://shop.example")
+def test_provider_settings_are_read_and_the_urls_normalised() -> None:
+    s = load(**STRIPE, ONSALE_STRIPE_TIMEOUT="2.5", ONSALE_PUBLIC_URL="https://shop.example/")
+    assert s.payments_configured
+    assert (s.stripe_api_base, s.stripe_secret_key, s.stripe_publishable_key,
+            s.stripe_webhook_secret, s.stripe_timeout, s.public_url) == (
+        "http://127.0.0.1:8100", "sk_test_" + "k" * 16, "pk_test_" + "p" * 16,
+        "whsec_" + "w" * 16, 2.5, "https://shop.example")
+
+
+def test_the_api_base_defaults_to_stripe_and_restricted_keys_are_accepted() -> None:
+    env = {k: v for k, v in STRIPE.items() if k != "ONSALE_STRIPE_API_BASE"}
+    s = load(**{**env, "ONSALE_STRIPE_SECRET_KEY": "rk_live_" + "r" * 16})
+    assert (s.stripe_api_base, s.stripe_secret_key) == ("https://api.stripe.com",
+                                                        "rk_live_" + "r" * 16)
+
+
+def test_the_other_keys_are_needed_only_with_a_secret_key() -> None:
+    s = load(ONSALE_STRIPE_PUBLISHABLE_KEY="", ONSALE_STRIPE_WEBHOOK_SECRET="")
+    assert not s.payments_configured
 
 
 @pytest.mark.parametrize(("override", "needle"), [
-    ({"ONSALE_PSP_URL": "ftp://x"}, "ONSALE_PSP_URL"),
-    ({"ONSALE_PSP_API_KEY": "short"}, "ONSALE_PSP_API_KEY"),
-    ({"ONSALE_PSP_WEBHOOK_SECRET": ""}, "ONSALE_PSP_WEBHOOK_SECRET"),
-    ({"ONSALE_PSP_TIMEOUT": "0"}, "ONSALE_PSP_TIMEOUT"),
+    ({"ONSALE_STRIPE_API_BASE": "ftp://x"}, "ONSALE_STRIPE_API_BASE"),
+    ({"ONSALE_STRIPE_SECRET_KEY": "k" * 24}, "ONSALE_STRIPE_SECRET_KEY"),  # no sk_/rk_
+    ({"ONSALE_STRIPE_SECRET_KEY": "pk_test_" + "k" * 16}, "ONSALE_STRIPE_SECRET_KEY"),
+    ({"ONSALE_STRIPE_SECRET_KEY": "sk_short"}, "ONSALE_STRIPE_SECRET_KEY"),
+    ({"ONSALE_STRIPE_PUBLISHABLE_KEY": ""}, "ONSALE_STRIPE_PUBLISHABLE_KEY"),
+    ({"ONSALE_STRIPE_PUBLISHABLE_KEY": "sk_test_" + "p" * 16}, "ONSALE_STRIPE_PUBLISHABLE_KEY"),
+    ({"ONSALE_STRIPE_WEBHOOK_SECRET": ""}, "ONSALE_STRIPE_WEBHOOK_SECRET"),
+    ({"ONSALE_STRIPE_WEBHOOK_SECRET": "w" * 24}, "ONSALE_STRIPE_WEBHOOK_SECRET"),
+    ({"ONSALE_STRIPE_TIMEOUT": "0"}, "ONSALE_STRIPE_TIMEOUT"),
     ({"ONSALE_CRASH_AT": "somewhere"}, "ONSALE_CRASH_AT"),
 ])
 def test_bad_provider_settings_are_config_errors(override: dict[str, str], needle: str) -> None:
     from onsale.kernel.config import ConfigError, Settings
 
     with pytest.raises(ConfigError, match=needle):
-        Settings.from_env({**BASE, **PSP, **override})
+        Settings.from_env({**BASE, **STRIPE, **override})
+
+
+def test_the_old_psp_settings_no_longer_configure_payments() -> None:
+    s = load(ONSALE_PSP_URL="http://127.0.0.1:8100", ONSALE_PSP_API_KEY="k" * 16,
+             ONSALE_PSP_WEBHOOK_SECRET="w" * 16)
+    assert not s.payments_configured
 
 
 def test_crash_points_are_accepted_by_name() -> None:
