@@ -345,10 +345,21 @@ def compose_file() -> dict[str, Any]:
 
 
 def service_env(service: dict[str, Any]) -> dict[str, str]:
-    """The service's environment with ${NAME...} replaced by one stand-in per NAME."""
+    """The service's environment with ${NAME...} replaced by one stand-in per NAME (with
+    Stripe's prefixes for the provider's keys: sk_, pk_, whsec_)."""
     env = service.get("environment") or {}
-    return {k: re.sub(r"\$\{(\w+)[^}]*\}", lambda m: f"{m.group(1).lower()}-0123456789abcdef",
-                      str(v)) for k, v in env.items()}
+    return {k: re.sub(r"\$\{(\w+)[^}]*\}", lambda m: stand_in(m.group(1)), str(v))
+            for k, v in env.items()}
+
+
+def stand_in(name: str) -> str:
+    value = f"{name.lower()}-0123456789abcdef"
+    if "_PSP_" in name or "_STRIPE_" in name:
+        for suffix, prefix in (("_SECRET_KEY", "sk_test_"), ("_PUBLISHABLE_KEY", "pk_test_"),
+                               ("_WEBHOOK_SECRET", "whsec_")):
+            if name.endswith(suffix):
+                return prefix + value
+    return value
 
 
 def onsale_services() -> dict[str, tuple[list[str], dict[str, str], dict[str, Any]]]:
@@ -379,22 +390,25 @@ def test_the_compose_example_starts_every_role_with_the_environment_it_needs() -
             assert service["deploy"]["replicas"] >= 2, "one cdc streams, another stands by"
     assert set(by_role) == set(ROLES)
     core = Settings.from_env(by_role["core"])
-    assert core.redis_url and core.psp_url, "core takes payments and admits through Redis"
+    assert core.redis_url and core.payments_configured, \
+        "core takes payments and admits through Redis"
     for role in ("edge", "seatmap"):
         for var in ("ONSALE_SECRET_KEY", "ONSALE_ADMISSION_KEYS", "ONSALE_ADMIN_TOKEN"):
             assert by_role[role].get(var) == by_role["core"][var], (role, var)
-    for var in ("ONSALE_PSP_URL", "ONSALE_PSP_API_KEY", "ONSALE_PSP_WEBHOOK_SECRET"):
+    for var in ("ONSALE_STRIPE_API_BASE", "ONSALE_STRIPE_SECRET_KEY",
+                "ONSALE_STRIPE_PUBLISHABLE_KEY", "ONSALE_STRIPE_WEBHOOK_SECRET"):
         assert by_role["worker"][var] == by_role["core"][var], var
 
-    # The simulator: same credentials as core, webhooks to core's route, reachable as
-    # core's ONSALE_PSP_URL.
+    # The simulator: the same keys as core, webhooks to core's route, reachable (by core
+    # and by browsers, which tokenize cards there) at core's ONSALE_STRIPE_API_BASE.
     (psp_name, (command, env, _)), = [(n, s) for n, s in services.items() if s[0][0] == "psp"]
-    PspConfig.from_env(env)
-    assert env["ONSALE_PSP_API_KEY"] == core.psp_api_key
-    assert env["ONSALE_PSP_WEBHOOK_SECRET"] == core.psp_webhook_secret
+    config = PspConfig.from_env(env)
+    assert config.secret_key == core.stripe_secret_key
+    assert config.publishable_key == core.stripe_publishable_key
+    assert config.webhook_secret == core.stripe_webhook_secret
     assert env["ONSALE_PSP_WEBHOOK_URL"].endswith("/api/webhooks/payments")
-    port = command[command.index("--port") + 1]
-    assert core.psp_url == f"http://{psp_name}:{port}"
+    assert psp_name == "psp" and "--port" in command
+    assert core.stripe_api_base == config.public_url
 
 
 # --- the load balancer ------------------------------------------------------------------
