@@ -120,14 +120,26 @@ def render_checkout(status: str = "HELD") -> str:
             "expires_at": "2026-11-29T10:14:15.613054Z", "seats": [SEAT, dict(SEAT, seat_id=13)],
             "amount_minor": 30000, "currency": "USD"}
     page = {"hold": hold, "words": PAYMENT_WORDS, "final": sorted(FINAL), "now": "x",
-            "seats_url": "/events/3/seats", "queue_url": "/events/3/queue"}
+            "seats_url": "/events/3/seats", "queue_url": "/events/3/queue",
+            "provider": {"api_base": "http://psp.test", "publishable_key": "pk_test_page"}}
     return templates.get_template("seats/checkout.html").render(base_context(
         hold=hold, page=page, hold_words=seat_pages.HOLD_WORDS[status], cards=TEST_CARDS))
 
 
 def test_the_checkout_page_has_the_card_form_the_total_and_the_test_cards() -> None:
     html = render_checkout()
-    assert re.search(r'<input id="card" name="card"', html)
+    # number, expiry and CVC, none with a name: the browser tokenizes them at the
+    # provider and no form submission can carry them to this site
+    for field in ("card", "card-exp", "card-cvc"):
+        tag = re.search(rf'<input id="{field}"[^>]*>', html)
+        assert tag is not None, field
+        assert "name=" not in tag.group(0) and "required" in tag.group(0)
+    assert 'autocomplete="cc-exp"' in html and 'autocomplete="cc-csc"' in html
+    data = re.search(r'<script type="application/json" id="checkout-data">(.*?)</script>',
+                     html, re.S)
+    assert data is not None
+    assert json.loads(data.group(1))["provider"] == {"api_base": "http://psp.test",
+                                                     "publishable_key": "pk_test_page"}
     assert 'id="pay-button"' in html and "Pay 300.00 USD" in html
     assert 'data-expires-at="2026-11-29T10:14:15.613054Z"' in html
     for number, _ in TEST_CARDS:
