@@ -125,11 +125,11 @@ async def test_foreign_hold_release_and_checkout_write_nothing(api: Api, conn: A
         hold_id = own.json()["hold_id"]
 
         pay = f"/api/holds/{hold_id}/checkout"
-        assert refused(await c.post(pay, json={"payment_method": "4242424242424242"},
+        assert refused(await c.post(pay, json={"payment_method": "pm_card_visa"},
                                     headers={"Idempotency-Key": "p1", **EVIL}))
         assert await count(conn, "orders") == 0
         # The site's own page gets past the check (no provider here: 503, not 403).
-        mine = await c.post(pay, json={"payment_method": "4242424242424242"},
+        mine = await c.post(pay, json={"payment_method": "pm_card_visa"},
                             headers={"Idempotency-Key": "p2", **SAME})
         assert mine.status_code == 503 and mine.json()["code"] == "payments_unavailable"
 

@@ -92,14 +92,14 @@ async def test_forged_expired_foreign_and_revoked_tokens_are_refused_each_with_i
         hold_id = held.json()["hold_id"]
         async with api.client(alice, admit=False) as c:
             no_token = await c.post(f"/api/holds/{hold_id}/checkout",
-                                    json={"payment_method": "4242424242424242"},
+                                    json={"payment_method": "pm_card_visa"},
                                     headers={"Idempotency-Key": "c1"})
             other_event = await c.post(
-                f"/api/holds/{hold_id}/checkout", json={"payment_method": "4242424242424242"},
+                f"/api/holds/{hold_id}/checkout", json={"payment_method": "pm_card_visa"},
                 headers={"Idempotency-Key": "c2", "Admission-Token": (
                     await api.admit(alice, event_b))["Admission-Token"]})
             passed = await c.post(
-                f"/api/holds/{hold_id}/checkout", json={"payment_method": "4242424242424242"},
+                f"/api/holds/{hold_id}/checkout", json={"payment_method": "pm_card_visa"},
                 headers={"Idempotency-Key": "c3", "Admission-Token": laptop.token})
         refused(no_token, "admission_required")
         refused(other_event, "admission_wrong_event")

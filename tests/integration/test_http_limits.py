@@ -39,7 +39,7 @@ class Core:
         env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
                "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN,
                "ONSALE_PUBLIC_URL": self.url, **limits}
-        for name in ("ONSALE_PSP_URL", "ONSALE_CRASH_AT"):
+        for name in ("ONSALE_STRIPE_SECRET_KEY", "ONSALE_CRASH_AT"):
             env.pop(name, None)
         self.process = Process([ONSALE, "serve", "--role", "core", "--host", "127.0.0.1",
                                 "--port", str(self.port)], env, "serving on", "core")
