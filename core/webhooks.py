@@ -28,21 +28,30 @@ SIGNATURE_TOLERANCE_SECONDS = 300  # Stripe's default
 SIGNATURE_HEADER = "Stripe-Signature"
 
 
-def parse_event(raw: bytes) -> tuple[str, str, dict[str, Any], uuid.UUID]:
-    """(event id, type, payment intent, the authorization's operation id)."""
+def parse_event(raw: bytes) -> tuple[str, str, dict[str, Any], uuid.UUID | None]:
+    """(event id, type, the event's object, the authorization's operation id). The id
+    is None for an event that is not about one of our payments: another type, or a
+    PaymentIntent that onsale did not create (same Stripe account, another app). Those
+    are acknowledged and ignored, so Stripe does not retry them."""
     try:
         event = json.loads(raw)
         event_id, event_type = event["id"], event["type"]
-        intent = event["data"]["object"]
-        operation_id = uuid.UUID(intent["metadata"]["operation_id"])
+        obj = event["data"]["object"]
     except (ValueError, KeyError, TypeError):
         raise Problem(400, "invalid_webhook",
-                      detail="Expected an event with id, type and data.object.metadata."
-                             "operation_id.") from None
+                      detail="Expected an event with id, type and data.object.") from None
     if not (isinstance(event_id, str) and isinstance(event_type, str)
-            and isinstance(intent, dict)):
+            and isinstance(obj, dict)):
         raise Problem(400, "invalid_webhook", detail="id and type must be strings.")
-    return event_id, event_type, intent, operation_id
+    metadata = obj.get("metadata")
+    raw_id = metadata.get("operation_id") if isinstance(metadata, dict) else None
+    try:
+        operation_id = uuid.UUID(raw_id) if isinstance(raw_id, str) else None
+    except ValueError:
+        operation_id = None
+    if obj.get("object") not in (None, "payment_intent"):
+        operation_id = None
+    return event_id, event_type, obj, operation_id
 
 
 async def receive_payment_webhook(request: Request) -> Response:
@@ -73,7 +82,8 @@ async def receive_payment_webhook(request: Request) -> Response:
         # Most events confirm what a response already applied: find out first,
         # without locks, and record those in one statement.
         todo = []
-        for kind, outcome in webhook_outcomes(event_type, intent):
+        outcomes = webhook_outcomes(event_type, intent) if authorize_id is not None else []
+        for kind, outcome in outcomes:
             target = await conn.fetchrow(q["webhook_target"], authorize_id, kind)
             if target is not None and can_change(kind, target["status"], outcome.outcome):
                 todo.append((target["operation_id"], outcome))
