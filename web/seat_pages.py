@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from onsale.core.hold_state import HoldState
 from onsale.core.payment_state import PaymentStatus
 from onsale.core.read_model import event_document, hold_document, order_document
+from onsale.kernel.config import Settings
 from onsale.kernel.inputs import parse_id, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.shared import shared
@@ -107,6 +108,12 @@ async def seat_map_page(request: Request) -> Response:
     return await render(request, "seats/map.html", event=event, page=page)
 
 
+def test_mode(settings: Settings) -> bool:
+    """No real money moves: the simulator, or a Stripe test-mode key. Only then does the
+    page offer test cards (a live shop says nothing of the kind)."""
+    return settings.allow_simulator or settings.stripe_publishable_key.startswith("pk_test_")
+
+
 async def checkout_page(request: Request) -> Response:
     account = await signed_in_account(request)
     if account is None:
@@ -127,7 +134,7 @@ async def checkout_page(request: Request) -> Response:
                          "publishable_key": settings.stripe_publishable_key}}
     return await render(request, "seats/checkout.html", hold=hold, page=page, money=money,
                   seat_label=seat_label, hold_words=HOLD_WORDS.get(hold["status"], ""),
-                  cards=TEST_CARDS)
+                  cards=TEST_CARDS if test_mode(settings) else ())
 
 
 async def order_page(request: Request) -> Response:
