@@ -48,7 +48,7 @@ def dev_secrets(directory: Path) -> dict[str, str]:
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     wanted = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
               "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24),
-              "ONSALE_PSP_API_KEY": "sk_dev_" + secrets.token_hex(16),
+              "ONSALE_PSP_SECRET_KEY": "sk_dev_" + secrets.token_hex(16),
               "ONSALE_PSP_WEBHOOK_SECRET": "whsec_dev_" + secrets.token_hex(16),
               "ONSALE_PSP_PUBLISHABLE_KEY": "pk_dev_" + secrets.token_hex(16),
               "ONSALE_PSP_SIM_KEY": "sim_dev_" + secrets.token_hex(16)}
@@ -208,11 +208,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
             started.append(psp)
             # Core speaks Stripe's protocol through the SDK, pointed at the simulator.
             env["ONSALE_STRIPE_API_BASE"] = psp.url
-            env["ONSALE_STRIPE_SECRET_KEY"] = env["ONSALE_PSP_API_KEY"]
+            env["ONSALE_STRIPE_SECRET_KEY"] = env["ONSALE_PSP_SECRET_KEY"]
             env["ONSALE_STRIPE_PUBLISHABLE_KEY"] = env["ONSALE_PSP_PUBLISHABLE_KEY"]
             env["ONSALE_STRIPE_WEBHOOK_SECRET"] = env["ONSALE_PSP_WEBHOOK_SECRET"]
+            env.setdefault("ONSALE_ALLOW_SIMULATOR", "true")  # dev pays the simulator
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
-        env.setdefault("ONSALE_ALLOW_SIMULATOR", "true")  # dev pays the simulator
         settings = Settings.from_env(env)
         applied = asyncio.run(_migrate(settings.database_url))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
