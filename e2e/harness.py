@@ -96,7 +96,8 @@ def start_onsale(seats: int = 50_000) -> Onsale:
     data = Path(tempfile.mkdtemp(prefix="onsale-e2e-"))
     port = free_port()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL")}
+           if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith(
+               ("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     env["ONSALE_DATA_DIR"] = str(data)
     env["PYTHONUNBUFFERED"] = "1"
     # Every browser and API client of the suite signs up from 127.0.0.1; the
@@ -144,6 +145,14 @@ def stop_onsale(onsale: Onsale) -> None:
             os.killpg(onsale.process.pid, signal.SIGKILL)
             onsale.process.wait(10)
     shutil.rmtree(onsale.data_dir, ignore_errors=True)
+
+
+def fill_card(page: Any, number: str, exp: str = "12/34", cvc: str = "123") -> None:
+    """Type a card on the checkout page as a shopper does: number, expiry, CVC (the
+    page tokenizes them at the provider when Pay is clicked)."""
+    page.fill("#card", number)
+    page.fill("#card-exp", exp)
+    page.fill("#card-cvc", cvc)
 
 
 def require_chromium() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from e2e.harness import Onsale
+from e2e.harness import Onsale, fill_card
 
 
 def test_sign_up_queue_seats_hold_pay_and_get_tickets(
@@ -51,7 +51,7 @@ def test_sign_up_queue_seats_hold_pay_and_get_tickets(
 
     page.wait_for_url(re.compile(r"/checkout/"))
     shot(page, "checkout")
-    page.fill("#card", "4242 4242 4242 4242")
+    fill_card(page, "4242 4242 4242 4242")
     page.click("#pay-button")
     page.wait_for_url(re.compile(r"/orders/"), timeout=30_000)
     status = page.locator("#order-status")

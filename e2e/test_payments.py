@@ -1,16 +1,18 @@
 """Paying on the checkout page with the payment simulator's test cards: an
 approving card gives a captured order with tickets; a declined card is
 explained and another card works; a 3-D Secure card goes through the
-simulator's page and comes back to the order page."""
+simulator's page and comes back to the order page. The browser tokenizes the
+card at the simulator (POST /v1/payment_methods with the publishable key), and
+only the PaymentMethod id goes to onsale."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Request
 
-from e2e.harness import Onsale
+from e2e.harness import Onsale, fill_card
 from e2e.test_seat_map import hold_seat, open_map
 
 Shopper = Callable[[], tuple[Page, str]]
@@ -45,10 +47,31 @@ def test_an_approved_card_gives_a_captured_order_with_tickets(
     assert page.locator("#hold-seats tr").count() == 2
     assert page.locator("#hold-total").inner_text() == "300.00 USD"
     shot(page, "checkout")
-    page.click(f".card-hint[data-card='{APPROVE}']")  # the hint fills the card field
+    sent: list[Request] = []
+
+    def record(request: Request) -> None:
+        sent.append(request)
+
+    page.on("request", record)
+    page.click(f".card-hint[data-card='{APPROVE}']")  # the hint fills the card fields
     assert page.input_value("#card") == APPROVE
+    assert (page.input_value("#card-exp"), page.input_value("#card-cvc")) == ("12/34", "123")
     page.click("#pay-button")
     wait_captured(page, 2)
+    # The card went to the simulator, never to onsale: core got the pm_… id only.
+    digits = APPROVE.replace(" ", "")
+    tokenized = [r for r in sent if r.url.endswith("/v1/payment_methods")
+                 and r.method == "POST"]
+    assert len(tokenized) == 1
+    assert not tokenized[0].url.startswith(onsale.base_url)
+    assert digits in (tokenized[0].post_data or "").replace("+", "").replace("%20", "")
+    to_core = [r for r in sent if r.url.startswith(onsale.base_url)]
+    assert any(r.url.endswith(f"/api/holds/{hold_id}/checkout") for r in to_core)
+    for request in to_core:
+        carried = (request.url + (request.post_data or "")).replace(" ", "")
+        assert digits not in carried and "4242" not in carried, request.url
+    checkout_body = next(r for r in to_core if r.url.endswith("/checkout")).post_data_json
+    assert checkout_body["payment_method"].startswith("pm_")
     words = page.locator("#order-words").inner_text()
     assert "Paid" in words
     assert page.locator("#order-following").is_hidden()
@@ -66,7 +89,7 @@ def test_a_declined_card_is_explained_and_another_card_works(
         shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
     page, _ = shopper()
     checkout(page, onsale, [21])
-    page.fill("#card", DECLINE)
+    fill_card(page, DECLINE)
     page.click("#pay-button")
     flash = page.locator("#flash")
     flash.wait_for(state="visible")
@@ -76,7 +99,7 @@ def test_a_declined_card_is_explained_and_another_card_works(
         "Your card was declined. You can try another card while your hold lasts."
     assert "/checkout/" in page.url and page.is_enabled("#pay-button")
     shot(page, "declined")
-    page.fill("#card", APPROVE)
+    fill_card(page, APPROVE)
     page.click("#pay-button")
     wait_captured(page, 1)
     shot(page, "order-after-decline")
@@ -86,7 +109,7 @@ def test_a_3d_secure_card_goes_through_the_simulator_page_and_back(
         shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
     page, _ = shopper()
     checkout(page, onsale, [31])
-    page.fill("#card", THREE_DS)
+    fill_card(page, THREE_DS)
     page.click("#pay-button")
     page.wait_for_url("**/3ds/*")
     shot(page, "3ds-page")
@@ -101,7 +124,7 @@ def test_the_order_page_of_another_account_is_not_found(
         shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
     page, _ = shopper()
     checkout(page, onsale, [41])
-    page.fill("#card", APPROVE)
+    fill_card(page, APPROVE)
     page.click("#pay-button")
     page.wait_for_url("**/orders/*")
     stranger, _ = shopper()

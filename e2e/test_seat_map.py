@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, WebSocketRoute
 
-from e2e.harness import Onsale, wait_for
+from e2e.harness import Onsale, fill_card, wait_for
 
 Shopper = Callable[[], tuple[Page, str]]
 Shot = Callable[[Page, str], Any]
@@ -159,7 +159,7 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     assert elapsed < 1.3, f"the hold showed up after {elapsed:.2f}s"
     colours.append(watcher.evaluate("id => window.onsaleSeatmap.colour(id)", seat))
     buyer.wait_for_url("**/checkout/*")
-    buyer.fill("#card", APPROVE)
+    fill_card(buyer, APPROVE)
     with buyer.expect_response(lambda r: r.url.endswith("/checkout")
                                and r.request.method == "POST") as answered:
         buyer.click("#pay-button")
