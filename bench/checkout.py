@@ -68,7 +68,7 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
             hold_id = json.loads(data)["hold_id"]
             status, _, data = await c.request(
                 "POST", f"/api/holds/{hold_id}/checkout",
-                json.dumps({"payment_method": "4242424242424242"}).encode(),
+                json.dumps({"payment_method": "pm_card_visa"}).encode(),
                 {"Cookie": cookie, "Idempotency-Key": os.urandom(8).hex()})
             t2 = time.perf_counter()
             steps["checkout"].append(t2 - t1)

@@ -92,9 +92,11 @@ class Conn:
         loop = asyncio.get_running_loop()
         if self.proto is None:
             _, self.proto = await loop.create_connection(_Client, self.host, self.port)
+        extra = dict(headers or {})
+        extra.setdefault("Content-Type", "application/json")  # form bodies name theirs
         head = [f"{method} {path} HTTP/1.1", f"Host: {self.host}",
-                f"Content-Length: {len(body)}", "Content-Type: application/json"]
-        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+                f"Content-Length: {len(body)}"]
+        head += [f"{k}: {v}" for k, v in extra.items()]
         self.proto.waiter = loop.create_future()
         assert self.proto.transport is not None
         self.proto.transport.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)

@@ -125,7 +125,8 @@ def run_one(bench: Bench, logs: Path, timeout: float) -> Outcome:
         log.write_text(detail + "\n")
         return Outcome(bench, False, 0.0, detail, log)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL", "ONSALE_DATA_DIR")}
+           if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_DATA_DIR")
+           and not k.startswith(("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     env["PYTHONUNBUFFERED"] = "1"
     started = time.monotonic()
     with log.open("w") as out:

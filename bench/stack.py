@@ -121,7 +121,8 @@ def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
     data = Path(tempfile.mkdtemp(prefix=prefix))
     port = free_port()
     full = {k: v for k, v in os.environ.items()
-            if k not in ("DATABASE_URL", "REDIS_URL", "ONSALE_PSP_URL")}
+            if k not in ("DATABASE_URL", "REDIS_URL")
+            and not k.startswith(("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     full.update({"ONSALE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
                  "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN, **(env or {})})
     process = subprocess.Popen([ONSALE, "dev", "--port", str(port), "--seats", str(seats)],
