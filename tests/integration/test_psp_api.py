@@ -22,8 +22,18 @@ from onsale.psp.config import PspConfig
 from onsale.psp.form import parse
 from onsale.psp.middleware import ResponseLost
 from onsale.psp.testing import FakeClock, eventually
-from tests.psp_support import AUTH, FORM, KEY, PUBLISHABLE, SECRET, SIM_AUTH, SIM_KEY, card, \
-    encoded, form
+from tests.psp_support import (
+    AUTH,
+    FORM,
+    KEY,
+    PUBLISHABLE,
+    SECRET,
+    SIM_AUTH,
+    SIM_KEY,
+    card,
+    encoded,
+    form,
+)
 
 WINDOW = 100.0
 RETENTION = 1000.0
