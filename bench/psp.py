@@ -32,9 +32,9 @@ import threading
 import time
 import uuid
 from collections import Counter
-from urllib.parse import urlencode
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
