@@ -168,16 +168,16 @@ async def test_the_sdk_sees_a_lost_answer_and_its_retry_is_replayed(
                               http_client=stripe.HTTPXClient(timeout=0.5),
                               max_network_retries=0)
     await client.faults({"op": "authorize", "count": 1, **fault})
-    params: dict[str, Any] = {
+    params: Any = {
         "amount": 1000, "currency": "usd", "payment_method": "pm_card_visa",
         "capture_method": "manual", "confirm": True,
         "metadata": {"operation_id": "op-sdk"}}
     with pytest.raises(stripe.APIConnectionError):
         await sdk.v1.payment_intents.create_async(
-            params=params, options={"idempotency_key": "op-sdk"})  # type: ignore[arg-type]
+            params=params, options={"idempotency_key": "op-sdk"})
     [intent] = await client.found("op-sdk")
     again = await sdk.v1.payment_intents.create_async(
-        params=params, options={"idempotency_key": "op-sdk"})  # type: ignore[arg-type]
+        params=params, options={"idempotency_key": "op-sdk"})
     assert again.id == intent["id"] and again.status == "requires_capture"
     assert again.last_response is not None
     assert again.last_response.headers.get("idempotent-replayed") == "true"
