@@ -123,11 +123,44 @@ def main() -> int:
             server.stop(remove=code == 0)
 
 
+def cpu_seconds(server: DevServer) -> dict[str, float]:
+    """CPU time (user + system) so far of each party of the run: core (the ``onsale dev``
+    process: core, edge and seat map in one), PostgreSQL (the postmaster and every
+    backend), the provider (the simulator) and Valkey."""
+    import psutil
+
+    found = {"core": 0.0, "postgres": 0.0, "provider": 0.0, "valkey": 0.0}
+    pg_dir = str(server.data_dir / "pg")
+    for proc in psutil.process_iter(["pid", "cmdline", "cpu_times"]):
+        cmd = " ".join(proc.info["cmdline"] or ())
+        times = proc.info["cpu_times"]
+        if times is None:
+            continue
+        used = times.user + times.system
+        if proc.info["pid"] == server.process.pid:
+            found["core"] += used
+        elif "onsale.cli psp" in cmd and str(server.data_dir) in cmd:
+            found["provider"] += used
+        elif "valkey-server" in cmd and proc.ppid() == server.process.pid:
+            found["valkey"] += used
+        elif cmd.startswith("postgres") or "bin/postgres" in cmd:
+            try:
+                cwd_ok = pg_dir in cmd or pg_dir in " ".join(
+                    psutil.Process(proc.ppid()).cmdline())
+            except psutil.Error:
+                cwd_ok = False
+            if cwd_ok:
+                found["postgres"] += used
+    return found
+
+
 def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) -> int:
     host, _, port_s = args.url.removeprefix("http://").rstrip("/").partition(":")
     port = int(port_s or 80)
     event_id, cookies = asyncio.run(setup(args, host, port))
+    cpu_before = cpu_seconds(server) if server is not None else None
     steps, outcomes, elapsed = run_fast(drive(args, host, port, event_id, cookies))
+    cpu_after = cpu_seconds(server) if server is not None else None
     if not steps["checkout"]:
         raise SystemExit("no checkout completed: " + ", ".join(
             f"{k}={v}" for k, v in outcomes.most_common()))
@@ -145,6 +178,14 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
             pcts[name] = ms
             print(f"  {name:<9} ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
                   f"p99={pct(ms, 0.99):.1f} max={ms[-1]:.1f}")
+    if cpu_before is not None and cpu_after is not None:
+        n = len(steps["checkout"])
+        per = {k: (cpu_after[k] - cpu_before[k]) * 1000 / n for k in cpu_after}
+        print("  CPU per checkout  " + ", ".join(f"{k} {v:.2f} ms" for k, v in per.items())
+              + f" (total {sum(per.values()):.2f} ms)")
+        for name, value in per.items():
+            figure(f"checkout.cpu_ms_{name}", round(value, 3), "ms")
+        figure("checkout.cpu_ms_total", round(sum(per.values()), 3), "ms")
     rss = server.rss_mib() if server is not None else server_rss_mb(port)
     if rss is not None:
         print(f"  server RSS        {rss:.0f} MiB")
