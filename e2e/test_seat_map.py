@@ -163,7 +163,7 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     with buyer.expect_response(lambda r: r.url.endswith("/checkout")
                                and r.request.method == "POST") as answered:
         buyer.click("#pay-button")
-    assert answered.value.status == 201
+    assert answered.value.status == 201, answered.value.text()
     # The seat was SOLD before the checkout answered; from that answer, the other
     # browser must show it sold within a second (plus a little polling slack).
     started = time.monotonic()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import string
 from typing import Any
 
 # The version this simulator's objects follow (stripe-python 16.x's default); events
@@ -12,8 +14,21 @@ API_VERSION = "2026-10-28.endive"
 
 
 def new_id(prefix: str) -> str:
-    """``pi_`` / ``pm_`` / ``evt_`` / ``req_`` followed by 24 hex digits."""
+    """``pi_`` / ``evt_`` / ``req_`` followed by 24 hex digits."""
     return f"{prefix}_{secrets.token_hex(12)}"
+
+
+_BASE62 = string.digits + string.ascii_letters
+
+
+def new_payment_method_id() -> str:
+    """``pm_`` and 24 letters and digits, as Stripe's ids look. Never a run of twelve
+    digits: a page sends this id to the shop, which refuses anything that looks like
+    a card number (hex ids would, about once in twenty)."""
+    while True:
+        tail = "".join(secrets.choice(_BASE62) for _ in range(24))
+        if not re.search(r"\d{12}", tail):
+            return f"pm_{tail}"
 
 
 def dumps(value: Any) -> bytes:

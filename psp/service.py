@@ -83,7 +83,7 @@ class Service:
         return Reply(status, body)
 
     def create_payment_method(self, card: CardParams, now: float) -> Outcome:
-        method = PaymentMethod(events.new_id("pm"), card.number, card.exp_month,
+        method = PaymentMethod(events.new_payment_method_id(), card.number, card.exp_month,
                                card.exp_year, int(now))
         self.store.insert_payment_method(method)
         return 200, method.public()
@@ -99,7 +99,7 @@ class Service:
         """A stored PaymentMethod, or a fresh copy of one of Stripe's test ids."""
         method = self.store.payment_method(method_id)
         if method is None:
-            method = methods.test_card(method_id, events.new_id("pm"), now)
+            method = methods.test_card(method_id, events.new_payment_method_id(), now)
             if method is None:
                 raise errors.missing(method_id, "PaymentMethod", "payment_method")
             self.store.insert_payment_method(method)

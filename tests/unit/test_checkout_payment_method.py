@@ -43,3 +43,16 @@ def test_unknown_fields_are_refused_without_echoing_their_values() -> None:
         parse_payment_method({"payment_method": "pm_card_visa", "card": "4242424242424242"})
     assert caught.value.code == "invalid_request"
     assert "4242" not in (caught.value.detail or "")
+
+
+def test_every_payment_method_id_the_simulator_makes_is_accepted() -> None:
+    """The simulator's ids look like Stripe's (letters and digits) and never hold a run
+    of digits that core would take for a card number (hex ids did, ~1 in 20)."""
+    import re
+
+    from onsale.psp.events import new_payment_method_id
+
+    for _ in range(5000):
+        pm = new_payment_method_id()
+        assert re.fullmatch(r"pm_[0-9A-Za-z]{24}", pm), pm
+        assert parse_payment_method({"payment_method": pm}) == pm
