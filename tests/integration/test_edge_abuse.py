@@ -9,7 +9,7 @@ from typing import Any
 
 import redis.asyncio
 
-from onsale.edge.pow import HIGH_RISK_MIN_DIFFICULTY, RiskFacts, solve
+from onsale.edge.pow import HIGH_RISK_MIN_DIFFICULTY, RiskFacts, solve, work
 from onsale.embedded import EmbeddedValkey
 from tests.conftest import Api, build_api_app, make_settings
 from tests.integration.edge_support import (
@@ -85,7 +85,9 @@ async def test_proof_of_work_when_the_event_asks_for_it(
         assert (first.status_code, first.json()["code"]) == (403, "pow_required")
         challenge = first.json()["challenge"]
         assert first.json()["difficulty"] == 10
-        wrong = await visitor.join(pow={"challenge": challenge, "solution": "nope"})
+        # A solution that certainly falls short (a fixed one passes once in 1,024 challenges).
+        short = next(f"nope{i}" for i in range(10_000) if work(challenge, f"nope{i}") < 10)
+        wrong = await visitor.join(pow={"challenge": challenge, "solution": short})
         assert (wrong.status_code, wrong.json()["code"]) == (403, "pow_invalid")
         joined = await visitor.join(pow={"challenge": challenge,
                                          "solution": solve(challenge, 10)})
