@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import figure
-from bench.holds import Conn, pct, run_fast, server_rss_mb, setup
-from bench.stack import BENCH_LIMITS, DevServer, database_url, run_audit, start_dev
+from bench.holds import Conn, against_server, pct, run_fast, server_rss_mb, setup
+from bench.stack import DevServer, database_url, run_audit
 
 TARGET_AUTHORIZATIONS = 1000.0  # per second (docs/benchmarks.md#checkouts-end-to-end)
 
@@ -104,23 +104,7 @@ def main() -> int:
     args.hold_ttl = 300
     if args.smoke:
         args.duration, args.concurrency, args.accounts, args.seats = 2.0, 4, 10, 2_000
-    server: DevServer | None = None
-    code = 2
-    try:
-        if args.url is None:
-            server = start_dev(seats=1_000 if args.smoke else 50_000, env=BENCH_LIMITS)
-            args.url, args.admin_token = server.url, server.admin_token
-            data_dir = server.data_dir
-        else:
-            data_dir = Path(args.data_dir)
-            if args.admin_token is None:
-                secrets = json.loads((data_dir / "secrets.json").read_text())
-                args.admin_token = secrets["ONSALE_ADMIN_TOKEN"]
-        code = measure(args, server, data_dir)
-        return code
-    finally:
-        if server is not None:
-            server.stop(remove=code == 0)
+    return against_server(args, measure)
 
 
 def cpu_seconds(server: DevServer) -> dict[str, float]:

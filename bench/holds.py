@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,13 @@ def main() -> int:
     if args.smoke:
         args.duration, args.concurrency, args.accounts = 2.0, 8, 20
         args.seats, args.hot_seats = 5_000, 500
+    return against_server(args, measure)
+
+
+def against_server(args: argparse.Namespace,
+                   measure: Callable[[argparse.Namespace, DevServer | None, Path], int]) -> int:
+    """``measure`` against ``--url`` (its data directory for the admin token), or against a
+    throwaway ``onsale dev`` with the throttles raised, stopped (and removed when clean)."""
     server: DevServer | None = None
     code = 2
     try:
