@@ -15,10 +15,16 @@ with them raised (docs/benchmarks.md):
 Creates a fresh 50,000-seat event (short holds so seats recycle), signs up
 shoppers, then fires hold attempts with skewed demand: most requests go to a
 hot block of seats, each for 1-6 adjacent seats. Prints attempts/s,
-outcomes, p50/p95/p99 latency, the server's memory, then (unless
-``--no-pgbench``) the same hold function driven directly by pgbench on the same
-database, the raw ceiling, and last ``onsale audit`` (oversells must be 0).
-Figure lines: bench/figures.py.
+outcomes, p50/p95/p99 latency, the CPU per attempt of the server process and of
+PostgreSQL (each one's CPU time over the measured window / attempts, from /proc), the
+server's memory, then (unless ``--no-pgbench``) the same hold function driven
+directly by pgbench on the same database, the raw ceiling, a verdict against issue
+14's targets (2,000 attempts/s, 0.70 of the same run's pgbench, p99 < 300 ms), and
+last ``onsale audit`` (oversells must be 0).
+
+``--scale`` measures first with 1 connection, then as usual with 64 (same event,
+each for ``--duration``), and prints how the CPU per attempt grows with the
+connections. Figure lines: bench/figures.py.
 """
 
 from __future__ import annotations
@@ -35,13 +41,22 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import figure
-from bench.stack import BENCH_LIMITS, DevServer, database_url, refused, run_audit, start_dev
+from bench.stack import (
+    BENCH_LIMITS,
+    DevServer,
+    database_url,
+    refused,
+    rss_mib,
+    run_audit,
+    start_dev,
+)
 
 
 class _Client(asyncio.Protocol):
@@ -115,15 +130,145 @@ def pct(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def server_rss_mb(port: int) -> float | None:
+def listening_pid(port: int) -> int | None:
+    """The process of this machine listening on ``port`` (None: not found, or another
+    user's, whose sockets this one cannot see)."""
     try:
         import psutil
     except ImportError:
         return None
-    for conn in psutil.net_connections("tcp"):
-        if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN" and conn.pid:
-            return float(psutil.Process(conn.pid).memory_info().rss) / 2**20
+    try:
+        for conn in psutil.net_connections("tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == "LISTEN" and conn.pid:
+                return int(conn.pid)
+    except psutil.Error:
+        return None
     return None
+
+
+def server_rss_mb(port: int) -> float | None:
+    pid = listening_pid(port)
+    if pid is None:
+        return None
+    try:
+        return rss_mib(pid)
+    except OSError:
+        return None
+
+
+# CPU per party of the stack under load, shared by bench/holds.py and bench/checkout.py:
+# the user + system CPU time (Linux /proc) each party used over a measured window.
+PARTIES = ("core", "postgres", "provider", "valkey")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+CpuSample = dict[tuple[str, int, int], float]  # (party, pid, start time) -> CPU seconds
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The processes whose CPU a bench reports: the onsale server process (``core``;
+    ``onsale dev`` runs core, edge, seat map and the background loops in it), the
+    PostgreSQL cluster (its postmaster and every child: backends, walwriter,
+    checkpointer ...), and the server's own children when it started them (``onsale
+    dev``: the provider simulator and Valkey)."""
+
+    core: int | None
+    postmaster: int | None
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.core is None:
+            out.append("the server's process was not found on this machine (no process "
+                       "of this user listens on its port): no server CPU")
+        if self.postmaster is None:
+            out.append("PostgreSQL's postmaster was not found (no <data-dir>/pg/"
+                       "postmaster.pid of a running cluster): no PostgreSQL CPU")
+        return out
+
+
+def _proc_stat(pid: str) -> tuple[int, float, int] | None:
+    """(parent pid, user + system CPU seconds, start time in ticks) of a live process."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw.rsplit(b")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLK_TCK, int(fields[19])
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace")
+    except OSError:
+        return ""
+
+
+def find_stack(server: DevServer | None, host: str, port: int, data_dir: Path) -> Stack:
+    """The processes of the server a bench drives: its own ``onsale dev`` (``server``),
+    else whatever listens on ``port`` here and the cluster of ``data_dir``/pg."""
+    if server is not None:
+        core: int | None = server.process.pid
+    elif host in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        core = listening_pid(port)
+    else:
+        core = None
+    postmaster = None
+    try:
+        pid = int((data_dir / "pg" / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        pid = 0
+    if pid > 0 and "postgres" in _cmdline(pid):
+        postmaster = pid
+    return Stack(core, postmaster)
+
+
+def cpu_sample(stack: Stack) -> CpuSample:
+    """The CPU time so far of every process of ``stack``, by party."""
+    out: CpuSample = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        stat = _proc_stat(entry.name)
+        if stat is None:
+            continue
+        pid, (ppid, used, started) = int(entry.name), stat
+        if pid == stack.core:
+            party = "core"
+        elif stack.postmaster is not None and stack.postmaster in (pid, ppid):
+            party = "postgres"
+        elif stack.core is not None and ppid == stack.core:
+            cmd = _cmdline(pid)
+            if "valkey-server" in cmd:
+                party = "valkey"
+            elif "onsale.cli psp" in cmd:
+                party = "provider"
+            else:
+                continue
+        else:
+            continue
+        out[(party, pid, started)] = used
+    return out
+
+
+def cpu_used(stack: Stack, before: CpuSample, after: CpuSample) -> dict[str, float]:
+    """CPU seconds each party used between two samples: the parties of ``stack`` that
+    were found (core and postgres when known, provider and Valkey when running), in
+    PARTIES order. A process started in between counts whole; one that exited in
+    between is lost (its last CPU is not in /proc any more)."""
+    used: dict[str, float] = {}
+    if stack.core is not None:
+        used["core"] = 0.0
+    if stack.postmaster is not None:
+        used["postgres"] = 0.0
+    for key, seconds in after.items():
+        used[key[0]] = used.get(key[0], 0.0) + max(0.0, seconds - before.get(key, 0.0))
+    return {k: used[k] for k in PARTIES if k in used}
+
+
+def verdict(what: str, shown: str, goal: str, met: bool | None) -> str:
+    """One human-readable line of a bench's verdict against the issue's targets."""
+    state = "n/a" if met is None else ("met" if met else "MISSED")
+    return f"  {what:<24} {shown:>12}   target {goal:<12} {state}"
 
 
 async def patiently(c: Conn, method: str, path: str, body: bytes = b"",
@@ -140,18 +285,26 @@ async def patiently(c: Conn, method: str, path: str, body: bytes = b"",
     return status, resp_headers, data
 
 
-async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, list[str]]:
-    c = Conn(host, port)
-    # Passthrough: every shopper is admitted as soon as it joins (the gate stays on).
+TICKETS_PER_ACCOUNT = 100  # the bench events' max_tickets_per_account (the highest allowed)
+
+
+async def create_event(c: Conn, args: argparse.Namespace) -> int:
+    """A fresh event of ``args.seats`` seats; passthrough: every shopper is admitted as
+    soon as it joins (the gate stays on)."""
     body = json.dumps({"name": f"bench {time.strftime('%H:%M:%S')}", "seats": args.seats,
-                       "hold_ttl_seconds": args.hold_ttl, "max_tickets_per_account": 100,
+                       "hold_ttl_seconds": args.hold_ttl,
+                       "max_tickets_per_account": TICKETS_PER_ACCOUNT,
                        "queue_policy": "passthrough"}).encode()
     status, _, data = await c.request("POST", "/api/ops/events", body,
                                       {"Authorization": f"Bearer {args.admin_token}"})
     if status != 201:
         raise refused(status, "/api/ops/events", data)
-    event_id = int(json.loads(data)["event_id"])
-    cookies = []
+    return int(json.loads(data)["event_id"])
+
+
+async def sign_up(c: Conn, args: argparse.Namespace) -> list[str]:
+    """``args.accounts`` new shoppers: the session cookie of each."""
+    sessions = []
     tag = os.urandom(4).hex()
     for i in range(args.accounts):
         cred = json.dumps({"email": f"bench{tag}-{i}@example.com",
@@ -162,15 +315,32 @@ async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, li
             status = 201 if status == 200 else status
         if status != 201:
             raise refused(status, "/api/accounts", data)
-        session = headers["set-cookie"].split(";", 1)[0]
+        sessions.append(headers["set-cookie"].split(";", 1)[0])
+    return sessions
+
+
+async def admit(c: Conn, event_id: int, sessions: list[str]) -> list[str]:
+    """Each shopper joins the event's queue: the Cookie header carrying its session and
+    its admission token."""
+    cookies = []
+    for session in sessions:
         status, _, data = await patiently(c, "POST", f"/api/events/{event_id}/queue", b"",
                                           {"Cookie": session})
         if status != 200:
             raise refused(status, f"/api/events/{event_id}/queue", data)
         token = json.loads(data)["admission_token"]
         cookies.append(f"{session}; onsale_admission_{event_id}={token}")
-    c.close()
-    return event_id, cookies
+    return cookies
+
+
+async def setup(args: argparse.Namespace, host: str, port: int) -> tuple[int, list[str]]:
+    """A fresh event and ``args.accounts`` shoppers admitted to it (their Cookie headers)."""
+    c = Conn(host, port)
+    try:
+        event_id = await create_event(c, args)
+        return event_id, await admit(c, event_id, await sign_up(c, args))
+    finally:
+        c.close()
 
 
 def seat_request(rng: random.Random, seats: int, hot: int, hot_share: float) -> list[int]:
@@ -280,6 +450,8 @@ def run_fast(coro: Any) -> Any:
 
 TARGET_ATTEMPTS = 2000.0  # hold attempts/s on the 2-core machine (docs/benchmarks.md)
 TARGET_P99_MS = 300.0
+TARGET_PGBENCH_RATIO = 0.70  # HTTP attempts/s over the same run's pgbench holds/s
+SCALE_CONNECTIONS = (1, 64)  # --scale
 
 
 def main() -> int:
@@ -302,6 +474,10 @@ def main() -> int:
                    help="after the HTTP run, the same hold function under pgbench (the "
                         "ceiling, same run, same database; default on)")
     p.add_argument("--pgbench-clients", type=int, default=16)
+    p.add_argument("--scale", action="store_true",
+                   help=f"measure with {SCALE_CONNECTIONS[0]} connection first, then as usual "
+                        f"with {SCALE_CONNECTIONS[1]} (same event, each for --duration): how "
+                        "the CPU per attempt grows with the connections (default off)")
     p.add_argument("--smoke", action="store_true",
                    help="a couple of seconds on a small event: does it run (bench/smoke.py)")
     args = p.parse_args()
@@ -334,23 +510,74 @@ def against_server(args: argparse.Namespace,
             server.stop(remove=code == 0)
 
 
+@dataclass
+class Load:
+    """One measured window of hold attempts."""
+
+    connections: int
+    ms: list[float]  # latencies, sorted
+    outcomes: Counter[str]
+    elapsed: float
+    cpu: dict[str, float]  # CPU seconds by party (those found)
+
+    @property
+    def attempts(self) -> int:
+        return len(self.ms)
+
+    @property
+    def rate(self) -> float:
+        return self.attempts / self.elapsed
+
+    def cpu_us(self, party: str) -> float | None:
+        """CPU µs per attempt of one party (None: not measured)."""
+        if party not in self.cpu or not self.attempts:
+            return None
+        return self.cpu[party] * 1e6 / self.attempts
+
+
+def load(args: argparse.Namespace, host: str, port: int, event_id: int, cookies: list[str],
+         stack: Stack, connections: int) -> Load:
+    run = argparse.Namespace(**{**vars(args), "concurrency": connections})
+    before = cpu_sample(stack)
+    latencies, outcomes, elapsed = run_fast(drive(run, host, port, event_id, cookies))
+    cpu = cpu_used(stack, before, cpu_sample(stack))
+    if not latencies:
+        raise SystemExit("no hold attempt completed")
+    return Load(connections, sorted(v * 1000 for v in latencies), outcomes, elapsed, cpu)
+
+
+def cpu_text(result: Load) -> str:
+    return ", ".join(f"{party} {result.cpu_us(party):,.0f} µs" for party in result.cpu)
+
+
 def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) -> int:
     host, _, port_s = args.url.removeprefix("http://").rstrip("/").partition(":")
     port = int(port_s or 80)
+    stack = find_stack(server, host, port, data_dir)
+    for note in stack.notes():
+        print(f"note: {note}")
     event_id, cookies = asyncio.run(setup(args, host, port))
-    latencies, outcomes, elapsed = run_fast(drive(args, host, port, event_id, cookies))
-    latencies.sort()
-    attempts = len(latencies)
-    if not attempts:
-        raise SystemExit("no hold attempt completed")
-    ms = [v * 1000 for v in latencies]
-    rate = attempts / elapsed
+    single = None
+    if args.scale:
+        single = load(args, host, port, event_id, cookies, stack, SCALE_CONNECTIONS[0])
+        ms = single.ms
+        print(f"holds over HTTP: event {event_id}, {single.connections} connection, "
+              f"{single.elapsed:.1f}s (--scale, first run)")
+        print(f"  attempts/s      {single.rate:,.0f}  ({single.attempts:,} attempts)  "
+              f"p99={pct(ms, 0.99):.1f} ms")
+        print(f"  CPU per attempt {cpu_text(single) or 'not measured'}\n")
+        args.concurrency = SCALE_CONNECTIONS[1]
+    result = load(args, host, port, event_id, cookies, stack, args.concurrency)
+    ms, outcomes, attempts, rate = result.ms, result.outcomes, result.attempts, result.rate
     print(f"holds over HTTP: event {event_id}, {args.concurrency} connections, "
-          f"{elapsed:.1f}s, {args.hot_share:.0%} of requests on {args.hot_seats} hot seats")
+          f"{result.elapsed:.1f}s, {args.hot_share:.0%} of requests on {args.hot_seats} hot seats")
     print(f"  attempts/s      {rate:,.0f}  ({attempts:,} attempts)")
     print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
     print(f"  latency ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
           f"p99={pct(ms, 0.99):.1f} max={ms[-1]:.1f} mean={statistics.fmean(ms):.1f}")
+    if result.cpu:
+        print(f"  CPU per attempt {cpu_text(result)} (each process's CPU time over the "
+              "window / attempts)")
     rss = server.rss_mib() if server is not None else server_rss_mb(port)
     if rss is not None:
         print(f"  server RSS      {rss:.0f} MiB")
@@ -359,20 +586,65 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
     if args.pgbench:
         ceiling = run_pgbench(url, args, event_id)
         print(f"  HTTP / raw      {rate / ceiling:.2f}")
+    p99 = pct(ms, 0.99)
+    print(f"\nverdict (issue 14: >= {TARGET_ATTEMPTS:,.0f} attempts/s, >= "
+          f"{TARGET_PGBENCH_RATIO:.2f} of the same run's pgbench, p99 < {TARGET_P99_MS:.0f} ms)")
+    print(verdict("attempts/s", f"{rate:,.0f}", f">= {TARGET_ATTEMPTS:,.0f}",
+                  rate >= TARGET_ATTEMPTS) + f"  ({rate / TARGET_ATTEMPTS:.2f} of it)")
+    if ceiling is not None:
+        ratio = rate / ceiling
+        print(verdict("HTTP / pgbench", f"{ratio:.2f}", f">= {TARGET_PGBENCH_RATIO:.2f}",
+                      ratio >= TARGET_PGBENCH_RATIO)
+              + f"  ({rate:,.0f} / {ceiling:,.0f} holds/s)")
+    else:
+        print(verdict("HTTP / pgbench", "-", f">= {TARGET_PGBENCH_RATIO:.2f}", None)
+              + "  (--no-pgbench)")
+    print(verdict("p99", f"{p99:.1f} ms", f"< {TARGET_P99_MS:.0f} ms", p99 < TARGET_P99_MS))
     figure("holds.attempts_per_s", round(rate, 1), "/s", ceiling=ceiling,
            target=TARGET_ATTEMPTS)
     figure("holds.p50", round(pct(ms, 0.50), 2), "ms")
-    figure("holds.p99", round(pct(ms, 0.99), 2), "ms", target=TARGET_P99_MS)
+    figure("holds.p99", round(p99, 2), "ms", target=TARGET_P99_MS)
     figure("holds.held_share", round(outcomes["held"] / attempts, 4), "share")
+    for party, name in (("core", "server"), ("postgres", "postgres")):
+        value = result.cpu_us(party)
+        if value is not None:
+            figure(f"holds.cpu_us_{name}", round(value, 1), "us")
     if rss is not None:
         figure("holds.server_rss", round(rss, 1), "MiB")
     if ceiling is not None:
         figure("holds.pgbench_holds_per_s", round(ceiling, 1), "/s")
+        figure("holds.pgbench_ratio", round(rate / ceiling, 3), "ratio",
+               target=TARGET_PGBENCH_RATIO)
     errors = sum(v for k, v in outcomes.items() if k.startswith("5"))
     figure("holds.server_errors", errors, "count")
+    if single is not None:
+        scale_report(single, result)
     oversold = run_audit(url, "holds")
     print(f"  oversells/invariant violations: {oversold}")
     return 1 if oversold else 0
+
+
+def scale_report(single: Load, many: Load) -> None:
+    """--scale: the CPU per attempt at 1 and at 64 connections, and its growth."""
+    few, lots = single.connections, many.connections
+    print(f"\nscale: CPU per hold attempt with {few} connection and with {lots} (same event, "
+          f"{single.rate:,.0f} and {many.rate:,.0f} attempts/s)")
+    measured = []
+    for party, name in (("core", "server"), ("postgres", "postgres")):
+        one, all_ = single.cpu_us(party), many.cpu_us(party)
+        if one is not None and all_ is not None and one > 0:
+            measured.append((name, one, all_))
+            print(f"  {name:<9} {one:8,.0f} µs -> {all_:8,.0f} µs  (x{all_ / one:.2f})")
+    if not measured:
+        print("  not measured: neither the server's nor PostgreSQL's processes were found")
+        return
+    print(f"  An attempt does the same work at both: x above 1 is what {lots} concurrent "
+          "connections add per attempt (lock waits on the hot seats, pool queueing, more "
+          "context switches); x below 1 is costs paid per wake-up or per second (event-loop "
+          "turns, system calls, commits, background loops) shared by more attempts.")
+    for name, one, all_ in measured:
+        figure(f"holds.cpu_us_{name}_{few}conn", round(one, 1), "us")
+        figure(f"holds.cpu_us_{name}_{lots}conn", round(all_, 1), "us", ceiling=round(one, 1))
 
 
 if __name__ == "__main__":
