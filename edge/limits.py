@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 
@@ -38,12 +38,12 @@ class RateLimiter:
         self.burst = burst
         self.max_keys = max_keys
         self._clock = clock
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._buckets: OrderedDict[Hashable, _Bucket] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._buckets)
 
-    def allow(self, key: str) -> float:
+    def allow(self, key: Hashable) -> float:
         """0.0 if allowed (one token taken), else the seconds until it would be."""
         now = self._clock()
         bucket = self._buckets.get(key)

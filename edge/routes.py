@@ -8,9 +8,11 @@ learn the drawn place), and when an admission token needs renewing.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +39,7 @@ TICKET_HEADER = "queue-ticket"
 PAUSED_STATES = ("paused", "unhealthy")
 
 
-def _limit(limiters: tuple[RateLimiter, ...], keys: tuple[str, ...]) -> None:
+def _limit(limiters: tuple[RateLimiter, ...], keys: tuple[Hashable, ...]) -> None:
     for limiter, key in zip(limiters, keys, strict=True):
         wait = limiter.allow(key)
         if wait > 0:
@@ -160,6 +162,7 @@ async def _current(edge: Edge, event_id: int, account: uuid.UUID, sid: str) -> s
         return None
 
 
+@functools.lru_cache(maxsize=4096)  # an event's onsale_at, on every poll
 def utc_iso_ts(ts: float) -> str:
     return utc_iso(datetime.fromtimestamp(ts, UTC))
 
@@ -216,7 +219,7 @@ async def join(request: Request) -> Response:
     account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
     ip = client_ip(request)
-    _limit((edge.join_ip, edge.join_account), (ip, str(account)))
+    _limit((edge.join_ip, edge.join_account), (ip, account))
     body = await json_object(request, optional=True)  # the body is only for a proof of work
     config = await _config(edge, event_id)
     if not config.queue_open():
@@ -260,7 +263,7 @@ async def poll(request: Request) -> Response:
     edge = edge_state(request)
     account = signed_account(request)  # no Redis on a poll (kernel.sessions.signed_account)
     event_id = int_path(request, "event_id", "event_not_found")
-    _limit((edge.poll_ip, edge.poll_account), (client_ip(request), str(account)))
+    _limit((edge.poll_ip, edge.poll_account), (client_ip(request), account))
     presented = read_ticket(request, edge, event_id, account)
     if presented.ticket is None:
         raise Problem(404, "not_in_queue")

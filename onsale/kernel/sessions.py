@@ -32,6 +32,7 @@ from onsale.kernel.problems import Problem
 from onsale.kernel.session_cache import SessionCache, Verdict
 from onsale.kernel.session_store import SESSIONS_DOWN, Store
 from onsale.kernel.shared import shared
+from onsale.kernel.signed import Memo, Unsigner, check_age
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -56,8 +57,12 @@ def new_session_id() -> str:
 class SessionCodec:
     """Signs and checks the cookie value; says nothing about revocation."""
 
-    def __init__(self, secret_key: str, max_age: int) -> None:
+    def __init__(self, secret_key: str, max_age: int, *, memo_entries: int = 32_768) -> None:
         self._s = URLSafeTimedSerializer(secret_key, salt="onsale.session.v2")
+        self._check = Unsigner(self._s)  # the same check in one pass (kernel.signed)
+        # A shopper sends the same cookie with every request: checked once, then
+        # looked up (about 0.5 KiB an entry); the age is judged on every use.
+        self._memo = Memo(memo_entries)
         self.max_age = max_age
 
     def encode(self, ref: SessionRef) -> str:
@@ -65,11 +70,17 @@ class SessionCodec:
 
     def decode(self, token: str) -> SessionRef | None:
         try:
-            data = self._s.loads(token, max_age=self.max_age)
-            session_id = data["s"]
-            if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-                return None
-            return SessionRef(uuid.UUID(data["a"]), session_id)
+            known: tuple[SessionRef, int] | None = self._memo.get(token)
+            if known is None:
+                data, signed_at = self._check.loads_stamped(token)
+                session_id = data["s"]
+                if (not isinstance(session_id, str) or signed_at is None
+                        or not _SESSION_ID.fullmatch(session_id)):
+                    return None
+                known = (SessionRef(uuid.UUID(data["a"]), session_id), signed_at)
+                self._memo.put(token, known)
+            check_age(known[1], self.max_age, time.time())
+            return known[0]
         except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
             return None
 
