@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from onsale.core.hold_store import refusals_as_problems
@@ -25,6 +25,7 @@ from onsale.core.state import core_state
 from onsale.kernel.db import Database
 from onsale.kernel.inputs import idempotency_key, json_object, parse_uuid
 from onsale.kernel.problems import Problem
+from onsale.kernel.responses import JSONResponse
 from onsale.kernel.sessions import current_account
 
 _PAYMENT_METHOD_ID = re.compile(r"pm_[A-Za-z0-9_]{1,250}")

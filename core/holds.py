@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from onsale.core.hold_rules import parse_hold_request, request_digest
@@ -15,6 +15,7 @@ from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
 from onsale.kernel.inputs import idempotency_key, int_path, json_object, parse_uuid
 from onsale.kernel.problems import Problem
+from onsale.kernel.responses import JSONResponse
 from onsale.kernel.sessions import current_account
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from onsale.edge.admission import eta_seconds, poll_after, position
@@ -32,6 +32,7 @@ from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.inputs import int_path, json_object, parse_id
 from onsale.kernel.problems import Problem
+from onsale.kernel.responses import JSONResponse
 from onsale.kernel.sessions import current_account, signed_account
 from onsale.kernel.timefmt import utc_iso
 

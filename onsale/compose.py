@@ -32,10 +32,11 @@ from onsale.edge.seatmap_gate import seatmap_admission
 from onsale.edge.tier import edge_routes, require_redis, running_edge
 from onsale.kernel.config import ConfigError, Settings
 from onsale.kernel.errors import error_handlers, healthz
+from onsale.kernel.fast_lane import App, HotRoute
 from onsale.kernel.metrics import metrics_route
 from onsale.kernel.openapi import ApiSpec, openapi_route
 from onsale.kernel.process import Needs, running_shared, unopened
-from onsale.kernel.security import security_middleware
+from onsale.kernel.security import security_middleware, security_policy
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.openapi import SEATMAP_API
@@ -197,6 +198,20 @@ def build_app(role: str, settings: Settings, *,
     return app_for(tiers_for(role, settings), settings, seatmap=seatmap)
 
 
+# The few routes that carry the load, served ahead of Starlette's layers (kernel.fast_lane):
+# a queue poll, a hold attempt and the order page's status read.
+HOT_ROUTES = (("GET", "/api/events/{event_id}/queue"), ("POST", "/api/events/{event_id}/holds"),
+              ("GET", "/api/orders/{order_id}"))
+
+
+def hot_routes(routes: list[BaseRoute]) -> list[HotRoute]:
+    """The hot routes among ``routes``, each with the endpoint of its one ``Route``."""
+    return [HotRoute(route.path, method, route.endpoint)
+            for route in routes if isinstance(route, Route)
+            for method, path in HOT_ROUTES
+            if route.path == path and method in (route.methods or ())]
+
+
 def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None = None,
             risk: RiskHook = no_risk, seatmap_gate: SeatmapGate | None = None) -> Starlette:
     """The app of any set of tiers (a role's, or a test's). ``risk``: the edge's hook
@@ -208,12 +223,14 @@ def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None
         routes.append(metrics_route(registry))
     handlers = error_handlers()
     served = tiers.core or tiers.edge or tiers.seatmap
-    app = Starlette(
+    policy = security_policy(settings)
+    app = App(
         routes=routes,
         exception_handlers=page_handlers(handlers) if tiers.pages else handlers,
-        middleware=[security_middleware(settings)] if served else [],
+        middleware=[security_middleware(settings, policy)] if served else [],
         lifespan=lifespan_for(tiers, settings, seatmap or SeatmapSettings.from_env(),
                               registry, risk, seatmap_gate),
+        hot=hot_routes(routes) if served else (), policy=policy,
     )
     app.state.shared = unopened(settings)  # the settings and session codec; no I/O yet
     return app

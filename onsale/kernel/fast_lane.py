@@ -1,0 +1,104 @@
+"""The hottest routes, answered before Starlette's middleware stack and router
+(docs/design.md#the-fast-lane).
+
+A queue poll or a hold passes through about ten ASGI layers before its handler runs:
+Starlette's error middleware, the security middleware, the exception middleware,
+the router (a regular expression per route until one matches: the hold route is
+the 21st of ``onsale dev``), the route and its request wrapper, each with a ``send``
+closure on the way back. For a request whose handler does a few microseconds of
+work, the layers cost more than the handler (bench/edge.py, docs/benchmarks.md).
+
+``App`` is a Starlette app that first looks a request up in a small table of hot
+routes and, on a match, runs the handler itself with the same guarantees the layers
+give: the origin check on unsafe methods and the security headers
+(``kernel.security.SecurityPolicy``), and the app's own exception handlers (a
+``Problem`` is its problem+json, an outage its 503, a bug a logged 500). Everything
+else (and every hot path on another method) goes through Starlette unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from onsale.kernel.security import SecurityPolicy
+
+log = logging.getLogger("onsale.http")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+_PARAM = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class HotRoute:
+    """``path`` in Starlette's syntax (``/api/events/{event_id}/queue``; each
+    parameter one path segment, a string as Starlette's default convertor gives it)."""
+
+    path: str
+    method: str
+    endpoint: Endpoint
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parts = _PARAM.split(self.path)
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)"
+                        for i, p in enumerate(parts))
+        object.__setattr__(self, "pattern", re.compile(regex))
+
+
+class App(Starlette):
+    """Starlette, with ``hot`` routes served ahead of its middleware and router."""
+
+    def __init__(self, *args: Any, hot: Sequence[HotRoute] = (),
+                 policy: SecurityPolicy | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hot: dict[str, tuple[HotRoute, ...]] = {}
+        for route in hot:
+            self.hot[route.method] = (*self.hot.get(route.method, ()), route)
+        self.policy = policy
+        if self.hot and policy is None:
+            raise ValueError("hot routes need the security policy of the app")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for route in self.hot.get(scope["method"], ()):
+                match = route.pattern.fullmatch(scope["path"])
+                if match is not None:
+                    scope["app"] = self
+                    scope["path_params"] = match.groupdict()
+                    await self._serve(route, scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, route: HotRoute, scope: Scope, receive: Receive, send: Send) -> None:
+        policy = self.policy
+        assert policy is not None
+        request = Request(scope, receive)
+        refusal = policy.refusal(scope)
+        if refusal is not None:
+            response: Response = refusal
+        else:
+            try:
+                response = await route.endpoint(request)
+            except Exception as exc:
+                response = await self._handled(request, exc)
+        policy.add_headers(response.raw_headers)
+        await response(scope, receive, send)
+
+    async def _handled(self, request: Request, exc: Exception) -> Response:
+        """The answer Starlette's handlers give to ``exc`` (most specific class first)."""
+        handlers: Mapping[Any, Any] = self.exception_handlers
+        for cls in type(exc).__mro__:
+            handler = handlers.get(cls)
+            if handler is not None:
+                answer: Response = await handler(request, exc)
+                return answer
+        raise exc  # no handler at all: as Starlette, let the server log it
