@@ -35,8 +35,8 @@ async def thing(request: Request) -> Response:
 
 def _app(*, hot: bool) -> Any:
     routes = [Route("/things/{key}", thing, methods=["GET", "POST"])]
-    hot_routes = ([HotRoute("/things/{key}", "GET", thing), HotRoute("/things/{key}", "POST", thing)]
-                  if hot else [])
+    hot_routes = ([HotRoute("/things/{key}", "GET", thing),
+                   HotRoute("/things/{key}", "POST", thing)] if hot else [])
     return App(routes=routes, exception_handlers=error_handlers(),
                middleware=[security_middleware(None, POLICY)],  # type: ignore[arg-type]
                hot=hot_routes, policy=POLICY)
