@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import figure
 from bench.holds import (
+    PRE_LOAD_SETTLE_MAX_S,
     TICKETS_PER_ACCOUNT,
     Conn,
-    CpuSample,
     Stack,
     admit,
     against_server,
@@ -58,6 +58,7 @@ from bench.holds import (
     pct,
     run_fast,
     server_rss_mb,
+    settle,
     sign_up,
     verdict,
 )
@@ -71,8 +72,6 @@ SCALE_CONNECTIONS = (8, 64)  # --scale
 # After the load, the stack still works for the last checkouts (webhooks, the outbox
 # relay, the ticket consumer): the CPU window ends once it is quiet, or after this long.
 SETTLE_MAX_S = 5.0
-SETTLE_STEP_S = 0.2
-SETTLE_QUIET = 0.05  # cores, summed over the stack's processes
 
 
 @dataclass
@@ -179,20 +178,6 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
     return steps, outcomes, time.perf_counter() - started, (ran_out[0] if ran_out else None)
 
 
-def settle(stack: Stack, last: CpuSample) -> tuple[CpuSample, float]:
-    """Wait until the stack is quiet (the webhooks, relay and tickets of the last
-    checkouts done), at most SETTLE_MAX_S: (the last CPU sample, the seconds waited)."""
-    started = time.monotonic()
-    while time.monotonic() - started < SETTLE_MAX_S:
-        time.sleep(SETTLE_STEP_S)
-        now = cpu_sample(stack)
-        busy = sum(cpu_used(stack, last, now).values()) / SETTLE_STEP_S
-        last = now
-        if busy < SETTLE_QUIET:
-            break
-    return last, time.monotonic() - started
-
-
 def one_run(args: argparse.Namespace, host: str, port: int, sessions: list[str],
             stack: Stack, connections: int) -> Run:
     """A fresh event, the shoppers admitted to it, then the load with ``connections``."""
@@ -206,9 +191,10 @@ def one_run(args: argparse.Namespace, host: str, port: int, sessions: list[str],
 
     event_id, cookies = asyncio.run(prepare())
     run_args = argparse.Namespace(**{**vars(args), "concurrency": connections})
-    before = cpu_sample(stack)
+    # The new event's 50,000 seats pass through the seat map's change capture first.
+    before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
     steps, outcomes, elapsed, ran_out = run_fast(drive(run_args, host, port, event_id, cookies))
-    after, settled = settle(stack, cpu_sample(stack))
+    after, settled = settle(stack, cpu_sample(stack), SETTLE_MAX_S)
     if not steps["checkout"]:
         raise SystemExit("no checkout completed: " + ", ".join(
             f"{k}={v}" for k, v in outcomes.most_common()))

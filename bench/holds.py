@@ -265,6 +265,27 @@ def cpu_used(stack: Stack, before: CpuSample, after: CpuSample) -> dict[str, flo
     return {k: used[k] for k in PARTIES if k in used}
 
 
+SETTLE_STEP_S = 0.2
+SETTLE_QUIET = 0.05  # cores, summed over the stack's processes
+PRE_LOAD_SETTLE_MAX_S = 90.0
+
+
+def settle(stack: Stack, last: CpuSample, most: float) -> tuple[CpuSample, float]:
+    """Wait until the stack is quiet, at most ``most`` seconds: (the last CPU sample, the
+    seconds waited). Before a load: the new event's seats have passed through the seat
+    map's change capture (else their decoding is counted, and competes, with the load);
+    after one: its webhooks, relay and tickets are done."""
+    started = time.monotonic()
+    while time.monotonic() - started < most:
+        time.sleep(SETTLE_STEP_S)
+        now = cpu_sample(stack)
+        busy = sum(cpu_used(stack, last, now).values()) / SETTLE_STEP_S
+        last = now
+        if busy < SETTLE_QUIET:
+            break
+    return last, time.monotonic() - started
+
+
 def verdict(what: str, shown: str, goal: str, met: bool | None) -> str:
     """One human-readable line of a bench's verdict against the issue's targets."""
     state = "n/a" if met is None else ("met" if met else "MISSED")
@@ -538,7 +559,7 @@ class Load:
 def load(args: argparse.Namespace, host: str, port: int, event_id: int, cookies: list[str],
          stack: Stack, connections: int) -> Load:
     run = argparse.Namespace(**{**vars(args), "concurrency": connections})
-    before = cpu_sample(stack)
+    before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
     latencies, outcomes, elapsed = run_fast(drive(run, host, port, event_id, cookies))
     cpu = cpu_used(stack, before, cpu_sample(stack))
     if not latencies:

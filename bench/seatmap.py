@@ -72,6 +72,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import copy
 import functools
 import gzip
@@ -144,57 +145,67 @@ class WsClient(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = time.time()
-        buf = self.buf
-        buf += data
+        if self.buf:  # the rest of a frame (or of the head) from the last read
+            self.buf += data
+            data = bytes(self.buf)
+            self.buf.clear()
         if not self.upgraded:
-            end = buf.find(b"\r\n\r\n")
+            end = data.find(b"\r\n\r\n")
             if end < 0 or self.refused:
+                self.buf += data
                 return
-            if buf[9:12] != b"101":
+            if data[9:12] != b"101":
                 self.refused = True  # the refusal closes the connection: see connection_lost
+                self.buf += data
                 return
-            del buf[:end + 4]
+            data = data[end + 4:]
             self.upgraded = True
             self.open.set_result(None)
-        while len(buf) >= 2:
-            opcode, n, off = buf[0] & 0x0F, buf[1] & 0x7F, 2
+        # Whole frames are read in place (no copy of their payload); a partial one waits
+        # in self.buf for the next read.
+        sink, stats = self.sink, self.stats
+        pos, size = 0, len(data)
+        while size - pos >= 2:
+            opcode, n, off = data[pos] & 0x0F, data[pos + 1] & 0x7F, pos + 2
             if n == 126:
-                n, off = int.from_bytes(buf[2:4], "big"), 4
+                n, off = int.from_bytes(data[pos + 2:pos + 4], "big"), pos + 4
             elif n == 127:
-                n, off = int.from_bytes(buf[2:10], "big"), 10
-            if len(buf) < off + n:
-                return
-            payload = bytes(buf[off:off + n])
-            del buf[:off + n]
-            self.stats["bytes"] += n
+                n, off = int.from_bytes(data[pos + 2:pos + 10], "big"), pos + 10
+            end = off + n
+            if end > size:
+                break
+            pos = end
+            stats["bytes"] += n
             if opcode == 1:
-                at = payload.find(b'"to":"')
+                at = data.find(b'"to":"', off, end)
                 if at > 0:
-                    to = payload[at + 6:payload.index(b'"', at + 6)]
-                    frames = self.sink.get(to)
+                    to = data[at + 6:data.index(b'"', at + 6, end)]
+                    frames = sink.get(to)
                     if frames is None:
-                        frames = self.sink[to] = array("d")
+                        frames = sink[to] = array("d")
                     frames.append(now)
-                    self.stats["frames"] += 1
-                elif payload.startswith(b'{"type":"reload"'):
-                    self.stats["reloads"] += 1
+                    stats["frames"] += 1
+                elif data.startswith(b'{"type":"reload"', off):
+                    stats["reloads"] += 1
                 if self.on_text is not None:
-                    self.on_text(payload, now)
+                    self.on_text(data[off:end], now)
             elif opcode == 2:  # gzip: the trailer (CRC-32, size) names the frame
-                key = payload[-8:]
-                frames = self.sink.get(key)
+                key = data[end - 8:end]
+                frames = sink.get(key)
                 if frames is None:
-                    frames = self.sink[key] = array("d")
+                    frames = sink[key] = array("d")
                 frames.append(now)
-                self.stats["binary"] += 1
+                stats["binary"] += 1
                 if self.on_text is not None:
-                    self.on_text(payload, now)
+                    self.on_text(data[off:end], now)
             elif opcode == 9:  # ping: a masked pong with the same payload
                 mask = os.urandom(4)
-                masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-                self.transport.write(bytes([0x8A, 0x80 | len(payload)]) + mask + masked)
+                masked = bytes(b ^ mask[i % 4] for i, b in enumerate(data[off:end]))
+                self.transport.write(bytes([0x8A, 0x80 | n]) + mask + masked)
             elif opcode == 8:
-                self.stats["closed"] += 1
+                stats["closed"] += 1
+        if pos < size:
+            self.buf += data[pos:]
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.upgraded:
@@ -278,6 +289,19 @@ def new_stats() -> dict[str, int]:
             "connected": 0, "failed": 0, "retried": 0}
 
 
+def note_connected(out: str, stats: dict[str, int]) -> None:
+    """What a generator connected, for the bench's progress line (before the window)."""
+    Path(out + ".connected").write_text(f"{stats['connected']} {stats['failed']}")
+
+
+def connected_counts(out: str) -> tuple[int, int]:
+    """(connected, failed) as a generator noted them (0, 0 if it did not)."""
+    with contextlib.suppress(OSError, ValueError):
+        connected, failed = Path(out + ".connected").read_text().split()
+        return int(connected), int(failed)
+    return 0, 0
+
+
 def generator(ports: list[int], event_id: int, since: str,
               credentials: list[tuple[str, str]], first: int, out: str,
               ready: Any, stop: Any) -> None:
@@ -292,6 +316,7 @@ def generator(ports: list[int], event_id: int, since: str,
         try:
             errors.update(await connect_clients(ports, event_id, since, credentials, sink,
                                                 stats, first=first))
+            note_connected(out, stats)
         finally:
             ready.set()
         await asyncio.to_thread(stop.wait, 3600)
@@ -407,12 +432,12 @@ def cpu_of(pids: list[int]) -> dict[int, float]:
     return out
 
 
-def machine_busy() -> tuple[float, float]:
-    """(busy, total) jiffies of the whole machine, from /proc/stat (user to steal; guest
-    time is in user already)."""
+def machine_busy() -> tuple[float, float, float, float]:
+    """(busy, total, softirq, steal) jiffies of the whole machine, from /proc/stat (user
+    to steal; guest time is in user already)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     idle = fields[3] + fields[4]
-    return float(sum(fields) - idle), float(sum(fields))
+    return float(sum(fields) - idle), float(sum(fields)), float(fields[6]), float(fields[7])
 
 
 async def admit(edge_ports: list[int], event_id: int, redis_url: str, n: int,
@@ -623,7 +648,7 @@ def measure(args: argparse.Namespace) -> Run:
             g.start()
         try:
             result = run_fast(drive(args, pg.url, ports, event_id, version, credentials[:1],
-                                    readies, gens, [cdc.pid] + [s.pid for s in servers],
+                                    readies, gens, outputs, [cdc.pid] + [s.pid for s in servers],
                                     functools.partial(stores_pids, base_dir / "pg",
                                                       None if valkey.process is None
                                                       else valkey.process.pid)))
@@ -682,7 +707,8 @@ def first_snapshot(port: int, event_id: int,
 
 async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_id: int,
                 since: str, credentials: list[tuple[str, str]], readies: list[Any],
-                gens: list[Any], pids: list[int], stores: Any) -> dict[str, Any]:
+                gens: list[Any], outputs: list[str], pids: list[int],
+                stores: Any) -> dict[str, Any]:
     sink: dict[bytes, array[float]] = {}
     stats = new_stats()
     frame_holds: dict[bytes, list[int]] = {}
@@ -711,6 +737,11 @@ async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_i
                              if dead else "the generators did not connect within 900 s")
         await asyncio.sleep(0.1)
     connect_s = time.perf_counter() - started
+    counts = [stats["connected"] + sum(c for c, _ in map(connected_counts, outputs)),
+              stats["failed"] + sum(f for _, f in map(connected_counts, outputs))]
+    print(f"{counts[0]:,} of {args.clients:,} clients connected ({counts[1]:,} failed) in "
+          f"{connect_s:.1f} s; writing for {args.warmup:.0f} + {args.duration:.0f} s",
+          flush=True)
     rss_connected = {pid: rss_mib(pid) for pid in pids}
     gen_pids = [g.pid for g in gens]
     commits: dict[int, float] = {}
@@ -738,6 +769,8 @@ async def drive(args: argparse.Namespace, db_url: str, ports: list[int], event_i
             "gen_pids": gen_pids,
             "stores_cpu": sum(stores1[pid] - stores0[pid] for pid in stores1),
             "busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
+            "softirq": (busy1[2] - busy0[2]) / max(1e-9, busy1[1] - busy0[1]),
+            "steal": (busy1[3] - busy0[3]) / max(1e-9, busy1[1] - busy0[1]),
             "rss": rss, "rss_connected": rss_connected}
 
 
@@ -806,7 +839,7 @@ def report(args: argparse.Namespace, run: Run, r: dict[str, Any], outputs: list[
     for s in stats:
         retries.update({k[6:]: v for k, v in s.items() if k.startswith("retry ")})
     run.frames_per_client_s = frames / span / max(1, connected)
-    print(f"{connected:,} of {args.clients:,} clients connected in {run.connect_s:.1f} s "
+    print(f"clients: {connected:,} of {args.clients:,} connected in {run.connect_s:.1f} s "
           f"over {len(servers)} seatmap process(es) and {len(outputs)} generator "
           f"process(es) (+ the writer's own, with the sample client)"
           + (f"; {failed:,} failed: " + ", ".join(f"{n} x {e}" for e, n in errors.most_common())
@@ -855,13 +888,15 @@ def report(args: argparse.Namespace, run: Run, r: dict[str, Any], outputs: list[
     stores = r["stores_cpu"] / span
     cores = os.cpu_count() or 1
     ours = run.seatmap_cpu + run.cdc_cpu + run.generator_cpu + stores
-    run.others_cpu = max(0.0, run.busy * cores - ours)
+    unattributed = (r["softirq"] + r["steal"]) * cores  # no process is charged for these
+    run.others_cpu = max(0.0, run.busy * cores - ours - unattributed)
     print(f"generators: writer process (writer + 1 client) {100 * own / span:.0f} % of a core, "
           f"client processes " + ", ".join(f"{100 * g:.0f} %" for g in gen_cpu)
           + f" ({1e6 * sum(gen_cpu) * span / max(1, frames):.1f} µs per client-frame)")
     print(f"PostgreSQL and Valkey: {100 * stores:.0f} % of a core; the machine ({cores} "
           f"cores) was {100 * run.busy:.0f} % busy: this bench {100 * ours:.0f} % of a core, "
-          f"everything else on it {100 * run.others_cpu:.0f} % of a core")
+          f"softirq {100 * r['softirq'] * cores:.0f} % and steal {100 * r['steal'] * cores:.0f} "
+          f"% of a core, everything else on it {100 * run.others_cpu:.0f} % of a core")
     if run.busy > SATURATED:
         print(f"the machine was saturated ({100 * run.busy:.0f} % busy > "
               f"{100 * SATURATED:.0f} %): the latencies measure the queue for the CPU, not "

@@ -78,9 +78,10 @@ class AdmissionCodec:
     """Issue and check admission tokens (bound to event, account and session)."""
 
     def __init__(self, keys: Sequence[str], ttl_seconds: int,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, memo_entries: int = 32_768) -> None:
         self._s = _serializer(keys, ADMISSION_SALT)
         self._check = Unsigner(self._s)
+        self._memo = Memo(memo_entries)  # a shopper sends its token with every request
         self.ttl_seconds = ttl_seconds
         self._clock = clock
 
@@ -93,15 +94,19 @@ class AdmissionCodec:
         """Signature and expiry only (MISSING, INVALID, EXPIRED or VALID)."""
         if not token:
             return Verdict.MISSING, None
-        try:
-            data: Any = self._check.loads(token)
-            event_id, account_hex, session_id, expires = data
-            if type(event_id) is not int or type(expires) is not int:
-                raise ValueError
-            admission = Admission(event_id, uuid.UUID(hex=account_hex), str(session_id), expires)
-        except (BadSignature, ValueError, TypeError):
-            return Verdict.INVALID, None
-        if expires <= self._clock():
+        admission: Admission | None = self._memo.get(token)
+        if admission is None:
+            try:
+                data: Any = self._check.loads(token)
+                event_id, account_hex, session_id, expires = data
+                if type(event_id) is not int or type(expires) is not int:
+                    raise ValueError
+                admission = Admission(event_id, uuid.UUID(hex=account_hex), str(session_id),
+                                      expires)
+            except (BadSignature, ValueError, TypeError):
+                return Verdict.INVALID, None
+            self._memo.put(token, admission)
+        if admission.expires_at <= self._clock():
             return Verdict.EXPIRED, admission
         return Verdict.VALID, admission
 
