@@ -56,6 +56,7 @@ from bench.holds import (
     create_event,
     find_stack,
     pct,
+    profiled,
     run_fast,
     server_rss_mb,
     settle,
@@ -193,7 +194,9 @@ def one_run(args: argparse.Namespace, host: str, port: int, sessions: list[str],
     run_args = argparse.Namespace(**{**vars(args), "concurrency": connections})
     # The new event's 50,000 seats pass through the seat map's change capture first.
     before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
-    steps, outcomes, elapsed, ran_out = run_fast(drive(run_args, host, port, event_id, cookies))
+    with profiled(stack, f"checkout-{connections}"):
+        steps, outcomes, elapsed, ran_out = run_fast(drive(run_args, host, port, event_id,
+                                                           cookies))
     after, settled = settle(stack, cpu_sample(stack), SETTLE_MAX_S)
     if not steps["checkout"]:
         raise SystemExit("no checkout completed: " + ", ".join(

@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,7 +160,9 @@ def server_rss_mb(port: int) -> float | None:
 
 # CPU per party of the stack under load, shared by bench/holds.py and bench/checkout.py:
 # the user + system CPU time (Linux /proc) each party used over a measured window.
-PARTIES = ("core", "postgres", "provider", "valkey")
+# "walsender": PostgreSQL's logical decoding for the seat map's change capture (the
+# pgoutput stream), apart from the backends that run the transactions ("postgres").
+PARTIES = ("core", "postgres", "walsender", "provider", "valkey")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 CpuSample = dict[tuple[str, int, int], float]  # (party, pid, start time) -> CPU seconds
 
@@ -235,7 +239,7 @@ def cpu_sample(stack: Stack) -> CpuSample:
         if pid == stack.core:
             party = "core"
         elif stack.postmaster is not None and stack.postmaster in (pid, ppid):
-            party = "postgres"
+            party = "walsender" if "walsender" in _cmdline(pid) else "postgres"
         elif stack.core is not None and ppid == stack.core:
             cmd = _cmdline(pid)
             if "valkey-server" in cmd:
@@ -263,6 +267,28 @@ def cpu_used(stack: Stack, before: CpuSample, after: CpuSample) -> dict[str, flo
     for key, seconds in after.items():
         used[key[0]] = used.get(key[0], 0.0) + max(0.0, seconds - before.get(key, 0.0))
     return {k: used[k] for k in PARTIES if k in used}
+
+
+@contextlib.contextmanager
+def profiled(stack: Stack, name: str) -> Iterator[None]:
+    """With ONSALE_BENCH_PROFILE=<directory>: py-spy samples the server process over the
+    load (``<directory>/<name>.<pid>.txt``, collapsed stacks: one line per stack and its
+    sample count; what docs/benchmarks.md's profiles come from). Else nothing."""
+    where = os.environ.get("ONSALE_BENCH_PROFILE")
+    spy = Path(sys.executable).with_name("py-spy")
+    if not where or stack.core is None or not spy.exists():
+        yield
+        return
+    out = Path(where) / f"{name}.{stack.core}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([str(spy), "record", "-p", str(stack.core), "-r", "200", "-f", "raw",
+                             "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        print(f"  profile           {out}")
 
 
 SETTLE_STEP_S = 0.2
@@ -560,7 +586,8 @@ def load(args: argparse.Namespace, host: str, port: int, event_id: int, cookies:
          stack: Stack, connections: int) -> Load:
     run = argparse.Namespace(**{**vars(args), "concurrency": connections})
     before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
-    latencies, outcomes, elapsed = run_fast(drive(run, host, port, event_id, cookies))
+    with profiled(stack, f"holds-{connections}"):
+        latencies, outcomes, elapsed = run_fast(drive(run, host, port, event_id, cookies))
     cpu = cpu_used(stack, before, cpu_sample(stack))
     if not latencies:
         raise SystemExit("no hold attempt completed")

@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
@@ -39,6 +40,7 @@ def pg() -> Iterator[EmbeddedPostgres]:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(base, ignore_errors=True)  # a run's cluster is 2-3 GB: never leave it
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,3 +114,4 @@ def test_dev_serves_seeds_and_stops_cleanly() -> None:
             time.sleep(0.2)
         assert _children_for(data_dir) == [], "orphaned servers after Ctrl-C"
     assert (data_dir / "pg" / "PG_VERSION").exists()
+    shutil.rmtree(data_dir.parent, ignore_errors=True)
