@@ -91,11 +91,15 @@ async def post_checkout(request: Request) -> Response:
             # The same key raced on another event's hold (another advisory lock):
             # a key names one request, so this is the other request.
             raise Problem(409, "idempotency_conflict") from exc
-        operation = await conn.fetchrow(q["operation"], begun["operation_id"])
+        # A new checkout's operation was created PENDING by the statement above; only a
+        # replay needs to read where its operation stands.
+        status = OperationStatus.PENDING
+        if begun["replayed"]:
+            status = (await conn.fetchrow(q["operation"], begun["operation_id"]))["status"]
     crash_point(settings, "after_checkout_commit")
     # A new checkout authorizes now; a replay of one whose answer never came
     # re-sends the same operation (same idempotency key: never a second charge).
-    if operation["status"] in (OperationStatus.PENDING, OperationStatus.UNKNOWN):
+    if status in (OperationStatus.PENDING, OperationStatus.UNKNOWN):
         await payments.authorize(begun["operation_id"], begun["order_id"],
                                  begun["amount_minor"], begun["currency"], payment_method)
     body = await read_order(db, begun["order_id"], account)

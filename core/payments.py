@@ -53,6 +53,19 @@ class Payments:
         self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source=source).inc()
         return result if isinstance(result, dict) else json.loads(result)
 
+    async def apply_webhook(self, conn: Any, event: tuple[str, str, str | None, Any],
+                            operation_id: uuid.UUID, outcome: Outcome) -> dict[str, Any] | None:
+        """Record a webhook delivery ``event`` (id, type, intent id, payload) and apply its
+        one outcome in one statement; None when the delivery was recorded before."""
+        result = await conn.fetchval(
+            queries("payments")["record_and_apply"], *event, operation_id, outcome.outcome,
+            outcome.provider_ref, outcome.failure_code, outcome.next_action,
+            self.settings.payment_retry_seconds)
+        if result is None:
+            return None
+        self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source="webhook").inc()
+        return result if isinstance(result, dict) else json.loads(result)
+
     async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
                         currency: str, payment_method: str) -> dict[str, Any]:
         answer = await self.client.authorize(

@@ -18,7 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.payment_rules import can_change, webhook_outcomes
+from onsale.core.payment_rules import Outcome, can_change, webhook_outcomes
+from onsale.core.payments import Payments
 from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
 from onsale.core.state import core_state
@@ -91,18 +92,36 @@ async def receive_payment_webhook(request: Request) -> Response:
             recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
                                            intent.get("id"), "ignored", payload)
             return _answer(metrics, "ignored" if recorded else "duplicate")
-        async with conn.transaction():
-            # The record comes first: a concurrent duplicate waits on its key
-            # and then finds it, so one delivery applies and the other does not.
-            recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
-                                           intent.get("id"), "applied", payload)
-            if recorded is None:
+        if len(todo) == 1:  # nearly always: one statement, one round trip
+            applied = await payments.apply_webhook(
+                conn, (event_id, event_type, intent.get("id"), payload), *todo[0])
+            if applied is None:
                 return _answer(metrics, "duplicate")
-            results = [await payments.apply(operation_id, outcome, "webhook", conn=conn)
-                       for operation_id, outcome in todo]
+            results = [applied]
+        else:
+            results = await _record_and_apply_all(payments, conn, q, todo, event_id,
+                                                  event_type, intent, payload)
+            if not results:
+                return _answer(metrics, "duplicate")
     for result in results:
         payments.follow_up_soon(result)
     return _answer(metrics, "applied" if any(r["applied"] for r in results) else "ignored")
+
+
+async def _record_and_apply_all(payments: Payments, conn: Any, q: dict[str, str],
+                                todo: list[tuple[uuid.UUID, Outcome]], event_id: str,
+                                event_type: str, intent: dict[str, Any],
+                                payload: Any) -> list[dict[str, Any]]:
+    """Several operations in one delivery: one transaction; [] for a duplicate."""
+    async with conn.transaction():
+        # The record comes first: a concurrent duplicate waits on its key
+        # and then finds it, so one delivery applies and the other does not.
+        recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
+                                       intent.get("id"), "applied", payload)
+        if recorded is None:
+            return []
+        return [await payments.apply(operation_id, outcome, "webhook", conn=conn)
+                for operation_id, outcome in todo]
 
 
 def _answer(metrics: Any, result: str) -> Response:

@@ -44,6 +44,19 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (provider_event_id) DO NOTHING
 RETURNING provider_event_id;
 
+-- name: record_and_apply
+-- A delivery that changes one operation, in one statement (its own transaction, one
+-- round trip): the record first, so a concurrent duplicate waits on its key and then
+-- finds it, returning no row and applying nothing; the apply runs only for the row
+-- the insert returned. An apply that raises rolls the record back with it.
+WITH recorded AS (
+    INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, payload)
+    VALUES ($1, $2, $3, 'applied', $4)
+    ON CONFLICT (provider_event_id) DO NOTHING
+    RETURNING provider_event_id
+)
+SELECT onsale_payment_apply($5, $6, $7, $8, $9, 'webhook', $10) AS result FROM recorded;
+
 -- name: claim_due
 -- Lease a batch of open operations to this reconciler (SKIP LOCKED: several
 -- reconcilers share the work; a crashed one's lease simply runs out).
