@@ -73,10 +73,10 @@ class Payments:
             f"{self.settings.public_url}/orders/{order_id}")
         crash_point(self.settings, "after_authorize_sent")
         result = await self.apply(operation_id, classify("AUTHORIZE", answer), "response")
-        try:
-            await self.follow_up(result)
-        except Exception:  # the sale has committed; the reconciler finishes the capture
-            log.exception("follow-up %s failed; the reconciler will retry", result.get("follow_up"))
+        # The sale has committed: the shopper's answer does not wait for the capture
+        # ("sold, capture pending"; the order page follows it). It is sent from here at
+        # once, and if this process dies first, the reconciler sends it.
+        self.follow_up_soon(result)
         return result
 
     async def follow_up(self, result: dict[str, Any], source: str = "response") -> None:
