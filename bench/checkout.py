@@ -58,6 +58,7 @@ from bench.holds import (
     pct,
     profiled,
     run_fast,
+    server_arguments,
     server_rss_mb,
     settle,
     sign_up,
@@ -342,16 +343,7 @@ def scale_report(few: Run, many: Run) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--url", default=None,
-                   help="a running server (default: start a throwaway onsale dev)")
-    p.add_argument("--admin-token", default=None, help="with --url; default: "
-                   "ONSALE_ADMIN_TOKEN from <data-dir>/secrets.json")
-    p.add_argument("--data-dir", default=os.environ.get("ONSALE_DATA_DIR", ".onsale"),
-                   help="with --url: the server's data directory (or set DATABASE_URL)")
-    p.add_argument("--duration", type=float, default=20.0)
-    p.add_argument("--concurrency", type=int, default=32)
-    p.add_argument("--accounts", type=int, default=200)
-    p.add_argument("--seats", type=int, default=50_000)
+    server_arguments(p, concurrency=32, accounts=200)
     p.add_argument("--scale", action="store_true",
                    help=f"run with {SCALE_CONNECTIONS[0]} connections first, then as usual "
                         f"with {SCALE_CONNECTIONS[1]} (a fresh event each, each for "

@@ -501,8 +501,8 @@ TARGET_PGBENCH_RATIO = 0.70  # HTTP attempts/s over the same run's pgbench holds
 SCALE_CONNECTIONS = (1, 64)  # --scale
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def server_arguments(p: argparse.ArgumentParser, *, concurrency: int, accounts: int) -> None:
+    """The options holds and checkout share: which server, how long, how many."""
     p.add_argument("--url", default=None,
                    help="a running server (default: start a throwaway onsale dev)")
     p.add_argument("--admin-token", default=None, help="with --url; default: "
@@ -511,9 +511,14 @@ def main() -> int:
                    help="with --url: the server's data directory (its secrets and database; "
                         "or set DATABASE_URL)")
     p.add_argument("--duration", type=float, default=20.0)
-    p.add_argument("--concurrency", type=int, default=64)
-    p.add_argument("--accounts", type=int, default=300)
+    p.add_argument("--concurrency", type=int, default=concurrency)
+    p.add_argument("--accounts", type=int, default=accounts)
     p.add_argument("--seats", type=int, default=50_000)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    server_arguments(p, concurrency=64, accounts=300)
     p.add_argument("--hold-ttl", type=int, default=5)
     p.add_argument("--hot-seats", type=int, default=2_000)
     p.add_argument("--hot-share", type=float, default=0.8)
