@@ -165,6 +165,13 @@ class Channel:
             self.flush_at.cancel()
             self.flush_at = None
         self.pending = []
+        self.ready.clear()  # a client joining meanwhile waits for the new state (admit)
+        try:
+            await self._load_until_loaded()
+        finally:
+            self.ready.set()
+
+    async def _load_until_loaded(self) -> None:
         for attempt in range(1_000_000):
             try:
                 if await self.load():
@@ -176,6 +183,18 @@ class Channel:
                 self.hub.metrics.stream_errors.inc()
                 log.warning("reloading event %d failed: %r", self.event_id, exc)
             await asyncio.sleep(min(5.0, 0.1 * 2 ** min(attempt, 6)))
+
+    async def admit(self, client: Client, since: int | None, within: float) -> str | None:
+        """``join`` once the channel is not reloading (a client that joined mid-reload
+        would keep the old state while the deltas that follow start from the new one);
+        None when the reload takes longer than ``within`` seconds (Redis is down)."""
+        try:
+            async with asyncio.timeout(within):
+                while not self.ready.is_set():
+                    await self.ready.wait()
+        except TimeoutError:
+            return None
+        return self.join(client, since)
 
     def join(self, client: Client, since: int | None) -> str:
         """Bring a client up to the channel's version and subscribe it. No await inside:

@@ -202,14 +202,16 @@ async def _serve_socket(websocket: WebSocket, sm: Seatmap, event_id: int,
         sm.hub.metrics.stream_errors.inc()
         channel = None
     await websocket.accept()
-    if channel is None:  # no seat map in Redis: poll the HTTP snapshot instead
+    client = make_client(websocket, sm.settings)
+    # A channel mid-reload is waited for as long as a heartbeat's interval.
+    how = None if channel is None else await channel.admit(
+        client, since, within=sm.settings.client_heartbeat_s)
+    if channel is None or how is None:  # no seat map in Redis: poll the HTTP snapshot
         await websocket.send_text(control_frame("unavailable").decode())
         await websocket.close(1013)
         return
-    client = make_client(websocket, sm.settings)
     sm.hub.metrics.connections.labels(
         "direct" if isinstance(client, DirectClient) else "queued").inc()
-    how = channel.join(client, since)
     sm.hub.metrics.catch_ups.labels(how).inc()
     sm.hub.metrics.clients.inc()
     if admitted is not None:  # the hub closes it when the admission expires or lapses
