@@ -33,6 +33,24 @@ class QueueSpec:
     pow_difficulty: int = 0
 
 
+MAX_GA_TIERS = 10
+MAX_GA_CAPACITY = 1_000_000
+MAX_STRIPES = 64
+
+
+@dataclass(frozen=True)
+class GATierSpec:
+    """A general-admission tier: places sold by quantity from ``stripes`` counter rows
+    (docs/general-admission.md). ``max_per_account`` None: the event's ticket limit."""
+
+    name: str
+    price_minor: int
+    capacity: int
+    stripes: int = 1
+    max_per_hold: int = 6
+    max_per_account: int | None = None
+
+
 @dataclass(frozen=True)
 class EventSpec:
     name: str
@@ -46,6 +64,7 @@ class EventSpec:
     currency: str
     tiers: tuple[tuple[str, int], ...]
     queue: QueueSpec = QueueSpec()
+    ga_tiers: tuple[GATierSpec, ...] = ()
 
 
 def _bad(detail: str) -> Problem:
@@ -107,9 +126,11 @@ def parse_event_spec(
         tiers = tuple(parsed)
     onsale_at = _time(body, "onsale_at", now)
     starts_at = _time(body, "starts_at", onsale_at + timedelta(days=30))
+    ga_tiers = parse_ga_tiers(body.get("ga_tiers"), default_max_hold)
     return EventSpec(
         name=name.strip(),
-        seats=_int(body, "seats", 50_000, 1, MAX_SEATS),
+        # General admission only: no seats at all.
+        seats=_int(body, "seats", 50_000, 0 if ga_tiers else 1, MAX_SEATS),
         hold_ttl_seconds=_int(body, "hold_ttl_seconds", default_ttl, 1, 3600),
         max_tickets_per_account=_int(body, "max_tickets_per_account", default_limit, 1, 100),
         max_seats_per_hold=_int(body, "max_seats_per_hold", default_max_hold, 1, 100),
@@ -119,7 +140,42 @@ def parse_event_spec(
         currency=currency.upper(),
         tiers=tiers,
         queue=parse_queue_spec(body, QueueSpec(), onsale_at),
+        ga_tiers=ga_tiers,
     )
+
+
+def parse_ga_tiers(raw: Any, default_max_hold: int) -> tuple[GATierSpec, ...]:
+    """``ga_tiers``: ``[{"name", "price_minor", "capacity", "stripes", "max_per_hold",
+    "max_per_account"}]``; the last three optional."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_GA_TIERS:
+        raise _bad(f"ga_tiers must be a list of 1 to {MAX_GA_TIERS} tiers.")
+    tiers: list[GATierSpec] = []
+    for tier in raw:
+        if not isinstance(tier, dict):
+            raise _bad("each GA tier is an object.")
+        unknown = set(tier) - {"name", "price_minor", "capacity", "stripes", "max_per_hold",
+                               "max_per_account"}
+        if unknown:
+            raise _bad(f"unknown GA tier field(s): {', '.join(sorted(unknown))}.")
+        name = tier.get("name")
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 50:
+            raise _bad("a GA tier's name must be 1 to 50 characters.")
+        limit = tier.get("max_per_account")
+        if limit is not None and (type(limit) is not int or not 1 <= limit <= 100):
+            raise _bad("a GA tier's max_per_account must be an integer from 1 to 100.")
+        tiers.append(GATierSpec(
+            name=name.strip(),
+            price_minor=_int(tier, "price_minor", 0, 1, MAX_PRICE_MINOR),
+            capacity=_int(tier, "capacity", 0, 1, MAX_GA_CAPACITY),
+            stripes=_int(tier, "stripes", 1, 1, MAX_STRIPES),
+            max_per_hold=_int(tier, "max_per_hold", min(default_max_hold, 100), 1, 100),
+            max_per_account=limit,
+        ))
+    if len({t.name for t in tiers}) != len(tiers):
+        raise _bad("GA tier names must be distinct.")
+    return tuple(tiers)
 
 
 def parse_queue_spec(body: dict[str, Any], current: QueueSpec, onsale_at: datetime) -> QueueSpec:

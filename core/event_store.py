@@ -19,7 +19,8 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
     q = queries("events")
     # Half a second of CPU for 50,000 seats: in a thread, so that the event loop (and
     # every request, and every dependency timeout, in this process) keeps running.
-    seats = await asyncio.to_thread(generate, spec.seats, tiers=len(spec.tiers))
+    seats = (await asyncio.to_thread(generate, spec.seats, tiers=len(spec.tiers))
+             if spec.seats else [])  # general admission only
     async with conn.transaction():
         event_id: int = await conn.fetchval(
             q["insert_event"], spec.name, spec.venue_name, spec.starts_at, spec.onsale_at,
@@ -42,6 +43,11 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
                       s.tier_id, s.rank) for s in seats],
         )
         await conn.execute(q["fill_inventory"], event_id)
+        for ga_id, ga in enumerate(spec.ga_tiers, start=1):
+            await conn.execute(q["insert_ga_tier"], event_id, ga_id, ga.name, ga.price_minor,
+                               ga.capacity, ga.max_per_hold, ga.max_per_account, ga.stripes)
+            await conn.execute(q["insert_ga_buckets"], event_id, ga_id,
+                               list(range(ga.stripes)), split(ga.capacity, ga.stripes))
         body, etag, packed = await asyncio.to_thread(_venue, event_id, seats, tiers)
         await conn.execute(q["insert_layout"], event_id, etag, body, packed)
     # Fresh statistics before the first hold: a sale can open right after
@@ -53,6 +59,13 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
     except Exception as exc:  # logged, not fatal
         log.warning("ANALYZE after creating event %s failed: %s", event_id, exc)
     return event_id
+
+
+def split(capacity: int, stripes: int) -> list[int]:
+    """A tier's capacity over its stripes, as evenly as it goes (the first stripes
+    get the remainder): ``split(10, 4) == [3, 3, 2, 2]``."""
+    base, extra = divmod(capacity, stripes)
+    return [base + (1 if i < extra else 0) for i in range(stripes)]
 
 
 def _venue(event_id: int, seats: Any, tiers: list[dict[str, Any]]) -> tuple[str, str, bytes]:

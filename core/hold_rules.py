@@ -32,7 +32,17 @@ class BestAvailableRequest:
     together: bool
 
 
-HoldRequest = SeatsRequest | BestAvailableRequest
+@dataclass(frozen=True)
+class GARequest:
+    """Places of a general-admission tier (docs/general-admission.md)."""
+
+    tier_id: int
+    quantity: int
+
+
+HoldRequest = SeatsRequest | BestAvailableRequest | GARequest
+MAX_GA_TIER_ID = 32_767  # smallint
+_KINDS = ("seat_ids", "best_available", "ga")
 
 
 def _invalid(detail: str, **extra: Any) -> Problem:
@@ -40,9 +50,12 @@ def _invalid(detail: str, **extra: Any) -> Problem:
 
 
 def parse_hold_request(body: dict[str, Any]) -> HoldRequest:
-    """Validate a hold body: ``{"seat_ids": [...]}`` or ``{"best_available": {...}}``."""
-    if ("seat_ids" in body) == ("best_available" in body):
-        raise _invalid("Send either seat_ids or best_available.")
+    """Validate a hold body: ``{"seat_ids": [...]}``, ``{"best_available": {...}}`` or
+    ``{"ga": {"tier_id": T, "quantity": Q}}``."""
+    if sum(kind in body for kind in _KINDS) != 1:
+        raise _invalid("Send exactly one of seat_ids, best_available or ga.")
+    if "ga" in body:
+        return _parse_ga(body["ga"])
     if "seat_ids" in body:
         ids = body["seat_ids"]
         if not isinstance(ids, list) or not ids:
@@ -70,10 +83,24 @@ def parse_hold_request(body: dict[str, Any]) -> HoldRequest:
     return BestAvailableRequest(quantity, section, together)
 
 
+def _parse_ga(ga: Any) -> GARequest:
+    if not isinstance(ga, dict) or set(ga) - {"tier_id", "quantity"}:
+        raise Problem(400, "invalid_quantity", detail='ga is {"tier_id": T, "quantity": Q}.')
+    tier_id, quantity = ga.get("tier_id"), ga.get("quantity")
+    if type(tier_id) is not int or not 0 < tier_id <= MAX_GA_TIER_ID:
+        raise Problem(400, "invalid_quantity", detail="ga.tier_id must be a GA tier's id.")
+    if type(quantity) is not int or not 1 <= quantity <= HARD_MAX_SEATS:
+        raise Problem(400, "invalid_quantity",
+                      detail=f"ga.quantity must be an integer from 1 to {HARD_MAX_SEATS}.")
+    return GARequest(tier_id, quantity)
+
+
 def request_digest(route: str, scope: str, request: HoldRequest) -> str:
     """A digest of the canonical request: same meaning, same digest."""
     if isinstance(request, SeatsRequest):
         canonical: dict[str, Any] = {"seat_ids": list(request.seat_ids)}
+    elif isinstance(request, GARequest):
+        canonical = {"ga": {"tier_id": request.tier_id, "quantity": request.quantity}}
     else:
         canonical = {
             "best_available": {

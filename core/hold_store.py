@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncpg
 
-from onsale.core.hold_rules import BestAvailableRequest, HoldRequest, SeatsRequest
+from onsale.core.hold_rules import BestAvailableRequest, GARequest, HoldRequest, SeatsRequest
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import UNAVAILABLE
@@ -82,6 +82,11 @@ async def create_hold(
                         row = await conn.fetchrow(
                             q["hold_seats"], event_id, account_id, key, digest,
                             list(request.seat_ids),
+                        )
+                    elif isinstance(request, GARequest):
+                        row = await conn.fetchrow(
+                            q["hold_ga"], event_id, account_id, key, digest,
+                            request.tier_id, request.quantity,
                         )
                     else:
                         assert isinstance(request, BestAvailableRequest)

@@ -93,3 +93,16 @@ class Metrics:
             "Ticket consumer failures (passes that failed, malformed or trimmed entries)",
             registry=r,
         )
+        self.ga_rebalanced = Counter(
+            "onsale_ga_rebalanced_places_total",
+            "Available GA places moved between the stripes of a tier by the quota plane",
+            registry=r,
+        )
+        self.ga_rebalance_skipped = Counter(
+            "onsale_ga_rebalance_skipped_total",
+            "GA rebalances not applied (stripes busy past the lock timeout, or the plan "
+            "went stale)", registry=r,
+        )
+        self.ga_rebalance_errors = Counter(
+            "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed", registry=r,
+        )

@@ -13,6 +13,7 @@ from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 _IDEM = {"name": "Idempotency-Key", "in": "header", "required": True, "schema": {"type": "string"}}
 _HOLD = {"name": "hold_id", "in": "path", "required": True,
          "schema": {"type": "string", "format": "uuid"}}
+_TIER_ID = {"name": "tier_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 _CREDS = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Credentials"}}}}
 # The gate on sales routes (docs/edge.md): an Admission-Token header or the
 # onsale_admission_{event_id} cookie.
@@ -55,17 +56,19 @@ PATHS: dict[str, dict[str, Any]] = {
         "responses": {"200": json_body("Venue"), "304": {"description": "Not modified"},
                       "404": problem("event_not_found")}}},
     "/api/events/{event_id}/holds": {"post": {
-        "summary": "Hold 1-6 seats, all or nothing", "parameters": [EVENT_ID, _IDEM],
+        "summary": "Hold 1-6 seats, or places of a GA tier, all or nothing",
+        "parameters": [EVENT_ID, _IDEM],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/HoldRequest"}}}},
         "responses": {
             "201": json_body("Hold", "Held (or the original response, replayed)"),
-            "400": problem("invalid_seats", "idempotency_key_required", "invalid_json"),
+            "400": problem("invalid_seats", "invalid_quantity", "idempotency_key_required",
+                           "invalid_json"),
             "401": problem("authentication_required"),
             "403": _GATE,
-            "404": problem("event_not_found"),
-            "409": problem("seats_unavailable", "ticket_limit_exceeded",
-                            "idempotency_conflict", "sale_not_open"),
+            "404": problem("event_not_found", "ga_tier_not_found"),
+            "409": problem("seats_unavailable", "sold_out", "insufficient_quantity",
+                           "ticket_limit_exceeded", "idempotency_conflict", "sale_not_open"),
             "503": problem("inventory_unavailable", "admission_unavailable")}}},
     "/api/holds/{hold_id}": {
         "get": {"summary": "One of your holds", "parameters": [_HOLD],
@@ -117,6 +120,31 @@ PATHS: dict[str, dict[str, Any]] = {
         "responses": {"201": json_body("Event"), "400": problem("invalid_request"),
                       "401": problem("admin_required"),
                       "409": problem("idempotency_conflict")}}},
+    "/api/ops/events/{event_id}/ga": {"get": {
+        "summary": "An event's GA tiers with every stripe's counts and recent rebalances"
+                   " (operator)",
+        "security": [{"admin": []}], "parameters": [EVENT_ID],
+        "responses": {"200": json_body("GAReport"), "401": problem("admin_required"),
+                      "404": problem("event_not_found")}}},
+    "/api/ops/events/{event_id}/ga/{tier_id}/rebalance": {"post": {
+        "summary": "Spread a GA tier's available places evenly over its stripes now"
+                   " (operator)",
+        "security": [{"admin": []}], "parameters": [EVENT_ID, _TIER_ID],
+        "responses": {"200": json_body("GARebalance"), "401": problem("admin_required"),
+                      "404": problem("ga_tier_not_found")}}},
+    "/api/ops/events/{event_id}/ga/{tier_id}": {"get": {
+        "summary": "One GA tier with every stripe's counts (operator)",
+        "security": [{"admin": []}], "parameters": [EVENT_ID, _TIER_ID],
+        "responses": {"200": json_body("GATier"), "401": problem("admin_required"),
+                      "404": problem("ga_tier_not_found")}}, "patch": {
+        "summary": "Give a GA tier N active stripes, on sale or not (operator)",
+        "security": [{"admin": []}], "parameters": [EVENT_ID, _TIER_ID],
+        "requestBody": {"content": {"application/json": {"schema": {
+            "type": "object", "required": ["stripes"], "properties": {
+                "stripes": {"type": "integer", "minimum": 1, "maximum": 64}}}}}},
+        "responses": {"200": json_body("GARebalance"), "400": problem("invalid_request"),
+                      "401": problem("admin_required"),
+                      "404": problem("ga_tier_not_found")}}},
     "/metrics": {"get": {"summary": "Prometheus metrics",
                          "responses": {"200": {"description": "text/plain exposition"}}}},
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},
@@ -126,6 +154,25 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {"get": {"summary": "This document",
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }
+
+_GA_LINE = {"type": "object", "description": "A GA hold's line (absent for seats)",
+            "properties": {"tier_id": {"type": "integer"}, "name": {"type": "string"},
+                           "quantity": {"type": "integer"},
+                           "price_minor": {"type": "integer", "description": "Per place"}}}
+_GA_TIER_PROPS: dict[str, Any] = {
+    "tier_id": {"type": "integer"}, "name": {"type": "string"},
+    "price_minor": {"type": "integer"}, "capacity": {"type": "integer"},
+    "max_per_hold": {"type": "integer"}, "max_per_account": {"type": ["integer", "null"]},
+    "available": {"type": "integer", "description": "Places left now (all stripes)"}}
+_GA_TIER = {"type": "object", "properties": _GA_TIER_PROPS}
+_GA_OPS_TIER = {"type": "object", "properties": {
+    **_GA_TIER_PROPS, "stripes": {"type": "integer"},
+    "held": {"type": "integer"}, "sold": {"type": "integer"},
+    "stripe_counts": {"type": "array", "items": {"type": "object", "properties": {
+        "stripe": {"type": "integer"}, "active": {"type": "boolean"},
+        "available": {"type": "integer"}, "held": {"type": "integer"},
+        "sold": {"type": "integer"}, "version": {"type": "integer"}}}},
+    "recent_rebalances": {"type": "array", "items": {"type": "object"}}}}
 
 QUEUE_SETTINGS: dict[str, Any] = {
     "queue_policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
@@ -153,6 +200,7 @@ SCHEMAS: dict[str, Any] = {
         "seat_count": {"type": "integer"}, "hold_ttl_seconds": {"type": "integer"},
         "max_tickets_per_account": {"type": "integer"}, "max_seats_per_hold": {"type": "integer"},
         "price_tiers": {"type": "array", "items": {"type": "object"}},
+        "ga_tiers": {"type": "array", "items": _GA_TIER},
         "queue": {"type": "object", "description": "The published waiting-room policy",
                   "properties": {
                       "policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
@@ -174,6 +222,14 @@ SCHEMAS: dict[str, Any] = {
         "venue_name": {"type": "string"}, "currency": {"type": "string"},
         "price_tiers": {"type": "array", "items": {"type": "object", "properties": {
             "name": {"type": "string"}, "price_minor": {"type": "integer"}}}},
+        "ga_tiers": {"type": "array", "description": "General-admission tiers (seats may "
+                     "then be 0)", "items": {"type": "object",
+                     "required": ["name", "price_minor", "capacity"], "properties": {
+                         "name": {"type": "string"}, "price_minor": {"type": "integer"},
+                         "capacity": {"type": "integer"},
+                         "stripes": {"type": "integer", "minimum": 1, "maximum": 64},
+                         "max_per_hold": {"type": "integer"},
+                         "max_per_account": {"type": "integer"}}}},
         **QUEUE_SETTINGS}},
     "Venue": {"type": "object", "properties": {
         "event_id": {"type": "integer"}, "seat_count": {"type": "integer"},
@@ -188,7 +244,12 @@ SCHEMAS: dict[str, Any] = {
             "best_available": {"type": "object", "required": ["quantity"], "properties": {
                 "quantity": {"type": "integer", "minimum": 1,
                              "description": "At most the event's max_seats_per_hold"},
-                "section": {"type": "string"}, "together": {"type": "boolean"}}}}}]},
+                "section": {"type": "string"}, "together": {"type": "boolean"}}}}},
+        {"type": "object", "required": ["ga"], "properties": {
+            "ga": {"type": "object", "required": ["tier_id", "quantity"], "properties": {
+                "tier_id": {"type": "integer"},
+                "quantity": {"type": "integer", "minimum": 1,
+                             "description": "At most the tier's max_per_hold"}}}}}]},
     "CheckoutRequest": {"type": "object", "required": ["payment_method"], "properties": {
         "payment_method": {"type": "string", "description":
                            "A card number (the simulator's test cards) or a payment method id"}}},
@@ -200,8 +261,10 @@ SCHEMAS: dict[str, Any] = {
         "next_action": {"type": ["object", "null"]},
         "amount_minor": {"type": "integer"}, "currency": {"type": "string"},
         "seats": {"type": "array", "items": _SEAT},
+        "ga": _GA_LINE,
         "tickets": {"type": "array", "items": {"type": "object", "properties": {
             "ticket_id": {"type": "string"}, "seat_id": {"type": "integer"},
+            "ga_tier_id": {"type": "integer"}, "place": {"type": "integer"},
             "code": {"type": "string"}}}},
         "cancel_reason": {"type": ["string", "null"]},
         "hold_expires_at": {"type": "string", "format": "date-time"},
@@ -213,7 +276,14 @@ SCHEMAS: dict[str, Any] = {
         "status": {"type": "string", "enum": [s.value for s in HoldState]},
         "expires_at": {"type": "string", "format": "date-time"},
         "seats": {"type": "array", "items": _SEAT},
+        "ga": _GA_LINE,
         "amount_minor": {"type": "integer"}, "currency": {"type": "string"}}},
+    "GAReport": {"type": "object", "properties": {
+        "event_id": {"type": "integer"}, "at": {"type": "string", "format": "date-time"},
+        "ga_tiers": {"type": "array", "items": _GA_OPS_TIER}}},
+    "GATier": _GA_OPS_TIER,
+    "GARebalance": {"type": "object", "properties": {
+        "moved": {"type": "integer"}, "tier": _GA_OPS_TIER}},
 }
 
 # The webhook reads signed bytes, not a JSON object: never 415.

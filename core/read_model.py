@@ -38,6 +38,7 @@ def event_json(row: Any) -> dict[str, Any]:
         "max_tickets_per_account": row["max_tickets_per_account"],
         "max_seats_per_hold": row["max_seats_per_hold"],
         "price_tiers": row["tiers"] or [],
+        "ga_tiers": row.get("ga_tiers") or [],
         "queue": queue_json(row),
         "links": {
             "venue": f"/api/events/{row['event_id']}/venue",
@@ -72,6 +73,7 @@ def hold_json(row: Any) -> dict[str, Any]:
         "status": effective_status(row["status"], row["expires_at"], row["db_now"]),
         "expires_at": utc_iso(row["expires_at"]),
         "seats": row["seats"],
+        **({"ga": row["ga"]} if row["ga"] is not None else {}),
         "amount_minor": row["amount_minor"],
         "currency": row["currency"],
     }
@@ -89,6 +91,7 @@ def order_json(row: Any) -> dict[str, Any]:
         "amount_minor": row["amount_minor"],
         "currency": row["currency"],
         "seats": row["seats"],
+        **({"ga": row["ga"]} if row["ga"] is not None else {}),
         "tickets": row["tickets"],
         "cancel_reason": row["cancel_reason"],
         "hold_expires_at": utc_iso(row["expires_at"]),

@@ -43,7 +43,7 @@ CREATE TABLE events (
     hold_ttl_seconds        integer NOT NULL CHECK (hold_ttl_seconds BETWEEN 1 AND 3600),
     max_tickets_per_account integer NOT NULL CHECK (max_tickets_per_account BETWEEN 1 AND 100),
     max_seats_per_hold      integer NOT NULL CHECK (max_seats_per_hold BETWEEN 1 AND 100),
-    seat_count              integer NOT NULL CHECK (seat_count > 0),
+    seat_count              integer NOT NULL CHECK (seat_count >= 0),
     created_at              timestamptz NOT NULL DEFAULT now(),
     queue_policy            text NOT NULL DEFAULT 'fifo'
                             CHECK (queue_policy IN ('fifo', 'random', 'passthrough')),
@@ -146,7 +146,7 @@ CREATE TABLE holds (
     idempotency_key text NOT NULL,
     status          text NOT NULL
                     CHECK (status IN ('HELD', 'PAYMENT_PENDING', 'CONFIRMED', 'RELEASED', 'EXPIRED')),
-    seat_ids        integer[] NOT NULL CHECK (cardinality(seat_ids) >= 1),
+    seat_ids        integer[] NOT NULL,
     seats           jsonb NOT NULL,
     seat_count      integer NOT NULL,
     amount_minor    bigint NOT NULL CHECK (amount_minor >= 0),
@@ -154,7 +154,14 @@ CREATE TABLE holds (
     expires_at      timestamptz NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
-    grace_until     timestamptz
+    grace_until     timestamptz,
+    ga_tier_id      smallint,
+    ga              jsonb,
+    -- A seat hold lists its seats; a GA hold none, and ga is its line
+    -- ({tier_id, name, quantity, price_minor}), seat_count its places.
+    CONSTRAINT holds_inventory_check CHECK (
+        CASE WHEN ga_tier_id IS NULL THEN cardinality(seat_ids) >= 1 AND ga IS NULL
+             ELSE cardinality(seat_ids) = 0 AND ga IS NOT NULL END)
 );
 
 -- One immutable request per (account, key), a hold request or a checkout
@@ -191,6 +198,79 @@ CREATE TABLE hold_releases (
 );
 
 
+-- 3b. General admission (docs/general-admission.md) -----------------------
+
+CREATE TABLE ga_tiers (
+    event_id        bigint NOT NULL REFERENCES events,
+    tier_id         smallint NOT NULL CHECK (tier_id > 0),
+    name            text NOT NULL CHECK (length(name) BETWEEN 1 AND 50),
+    price_minor     bigint NOT NULL CHECK (price_minor >= 0),
+    capacity        integer NOT NULL CHECK (capacity > 0),
+    max_per_hold    integer NOT NULL CHECK (max_per_hold BETWEEN 1 AND 100),
+    max_per_account integer CHECK (max_per_account BETWEEN 1 AND 100),
+    stripes         smallint NOT NULL CHECK (stripes BETWEEN 1 AND 64),
+    PRIMARY KEY (event_id, tier_id)
+);
+
+-- One counter row per stripe. A retired stripe (active false: the tier was
+-- given fewer stripes) takes no new holds; the rebalancer drains what it has
+-- available, and it stays while places it held or sold point at it.
+CREATE TABLE ga_buckets (
+    event_id  bigint NOT NULL,
+    tier_id   smallint NOT NULL,
+    stripe    smallint NOT NULL CHECK (stripe >= 0),
+    active    boolean NOT NULL DEFAULT true,
+    available integer NOT NULL CHECK (available >= 0),
+    held      integer NOT NULL DEFAULT 0 CHECK (held >= 0),
+    sold      integer NOT NULL DEFAULT 0 CHECK (sold >= 0),
+    version   bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (event_id, tier_id, stripe),
+    FOREIGN KEY (event_id, tier_id) REFERENCES ga_tiers
+) WITH (fillfactor = 50);
+
+-- Exactly what a GA hold took from each stripe, and where those places are
+-- counted now: HELD (the stripe's held), SOLD (its sold) or RETURNED (given
+-- back to its available). Only these rows' status changes move counts.
+CREATE TABLE ga_hold_places (
+    hold_id  uuid NOT NULL REFERENCES holds,
+    event_id bigint NOT NULL,
+    tier_id  smallint NOT NULL,
+    stripe   smallint NOT NULL,
+    quantity integer NOT NULL CHECK (quantity > 0),
+    status   text NOT NULL DEFAULT 'HELD' CHECK (status IN ('HELD', 'SOLD', 'RETURNED')),
+    PRIMARY KEY (hold_id, stripe),
+    FOREIGN KEY (event_id, tier_id, stripe) REFERENCES ga_buckets
+);
+
+-- Every return of places to a stripe, with the state before (audited like
+-- hold_releases: a release touches only its own hold).
+CREATE TABLE ga_releases (
+    release_id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hold_id           uuid NOT NULL,
+    event_id          bigint NOT NULL,
+    tier_id           smallint NOT NULL,
+    stripe            smallint NOT NULL,
+    quantity          integer NOT NULL CHECK (quantity > 0),
+    prior_status      text NOT NULL,
+    prior_hold_status text NOT NULL,
+    prior_expires_at  timestamptz NOT NULL,
+    reason            text NOT NULL
+                      CHECK (reason IN ('expired', 'released', 'payment_failed', 'compensated')),
+    released_at       timestamptz NOT NULL DEFAULT now()
+);
+
+-- Every move of available places between a tier's stripes.
+CREATE TABLE ga_rebalances (
+    rebalance_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id     bigint NOT NULL,
+    tier_id      smallint NOT NULL,
+    moved        integer NOT NULL,
+    before       jsonb NOT NULL,
+    after        jsonb NOT NULL,
+    reason       text NOT NULL,
+    at           timestamptz NOT NULL DEFAULT now()
+);
+
 -- 4. Orders, payments and tickets ------------------------------------------
 
 -- One order per hold, from the start of checkout (PENDING). payment_status
@@ -223,6 +303,17 @@ CREATE TABLE order_items (
     price_minor  bigint NOT NULL CHECK (price_minor >= 0),
     valid        boolean NOT NULL DEFAULT true,
     PRIMARY KEY (order_id, seat_id)
+);
+
+-- What an order bought of a GA tier: quantity places at price_minor each.
+CREATE TABLE ga_order_items (
+    order_id    uuid NOT NULL REFERENCES orders,
+    event_id    bigint NOT NULL,
+    tier_id     smallint NOT NULL,
+    quantity    integer NOT NULL CHECK (quantity > 0),
+    price_minor bigint NOT NULL CHECK (price_minor >= 0),
+    valid       boolean NOT NULL DEFAULT true,
+    PRIMARY KEY (order_id, tier_id)
 );
 
 -- One call (and its retries) to the provider. operation_id is the provider's
@@ -285,10 +376,15 @@ CREATE TABLE tickets (
     ticket_id  uuid PRIMARY KEY DEFAULT uuidv7(),
     order_id   uuid NOT NULL REFERENCES orders,
     event_id   bigint NOT NULL,
-    seat_id    integer NOT NULL,
+    seat_id    integer,
     code       text NOT NULL UNIQUE,
     issued_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (order_id, seat_id)
+    ga_tier_id smallint,
+    place      integer,
+    UNIQUE (order_id, seat_id),
+    -- A ticket is for a seat, or for place n (1..quantity) of a GA tier.
+    CONSTRAINT tickets_seat_or_place CHECK (
+        (seat_id IS NULL) = (ga_tier_id IS NOT NULL) AND (ga_tier_id IS NULL) = (place IS NULL))
 );
 
 
@@ -323,6 +419,10 @@ CREATE UNIQUE INDEX holds_account_key_idx ON holds (account_id, idempotency_key)
 CREATE INDEX holds_active_by_account_idx ON holds (event_id, account_id)
     WHERE status IN ('HELD', 'PAYMENT_PENDING', 'CONFIRMED');
 CREATE INDEX holds_due_idx ON holds (expires_at) WHERE status = 'HELD';
+CREATE INDEX holds_ga_due_idx ON holds (event_id, ga_tier_id, expires_at)
+    WHERE status = 'HELD' AND ga_tier_id IS NOT NULL;
+CREATE INDEX ga_hold_places_bucket_idx ON ga_hold_places (event_id, tier_id, stripe)
+    WHERE status <> 'RETURNED';
 
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
@@ -330,6 +430,8 @@ CREATE INDEX orders_account_idx ON orders (account_id, created_at);
 
 -- The rule, guarded a second time: one valid sold item per (event, seat).
 CREATE UNIQUE INDEX order_items_one_valid_sale ON order_items (event_id, seat_id) WHERE valid;
+CREATE UNIQUE INDEX tickets_one_per_place ON tickets (order_id, ga_tier_id, place)
+    WHERE ga_tier_id IS NOT NULL;
 
 -- At most one authorization per order that is not definitively failed: a
 -- second checkout on the same hold cannot start a second charge.
@@ -365,8 +467,11 @@ CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS 
 --
 -- Lock order, everywhere: the per-(event, account) advisory lock -> the hold
 -- row -> seat rows in seat_id order -> the order row -> payment operation
--- rows; the idempotency row is inserted last, with the response. The sweeper
--- takes hold and seat rows with SKIP LOCKED and never waits.
+-- rows -> GA stripe rows (ga_buckets) in key order; the idempotency row is
+-- inserted last, with the response. The sweeper takes hold and seat rows with
+-- SKIP LOCKED and never waits for them (a GA stripe only for the length of one
+-- short hold). A GA hold that locks every stripe of its tier takes expired
+-- holds with SKIP LOCKED, so it waits for no hold row either.
 
 -- Holds: claim, release, expire (core/hold_store.py, core/sweeper.py)
 
@@ -795,6 +900,8 @@ BEGIN
            v_hold.outcome
     FROM released r;
 
+    PERFORM onsale_ga_move(ARRAY[p_hold_id], 'HELD', 'RETURNED', v_hold.outcome);
+
     -- A hold whose deadline already passed ends as EXPIRED, whether its owner
     -- or the sweeper gets to it first.
     UPDATE holds SET status = upper(v_hold.outcome), updated_at = now()
@@ -841,6 +948,10 @@ BEGIN
            'expired'
     FROM released r;
     GET DIAGNOSTICS seats_released = ROW_COUNT;
+    seats_released := seats_released + onsale_ga_move(
+        ARRAY(SELECT h.hold_id FROM holds h
+              WHERE h.hold_id = ANY (v_due) AND h.ga_tier_id IS NOT NULL),
+        'HELD', 'RETURNED', 'expired');
 
     -- A hold is finished once none of its seats is still held under its id
     -- (a seat re-claimed lazily by a newer hold no longer carries it).
@@ -889,6 +1000,10 @@ BEGIN
            'expired'
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF EXISTS (SELECT 1 FROM holds WHERE hold_id = p_hold_id AND ga_tier_id IS NOT NULL
+                                     AND status = 'HELD' AND expires_at <= now()) THEN
+        v_n := v_n + onsale_ga_move(ARRAY[p_hold_id], 'HELD', 'RETURNED', 'expired');
+    END IF;
     WITH done AS (
         UPDATE holds SET status = 'EXPIRED', updated_at = now()
         WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()
@@ -898,6 +1013,338 @@ BEGIN
     SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
     FROM done;
     RETURN v_n;
+END $$;
+
+-- General admission: GA holds, their places, the quota plane (core/hold_store.py,
+-- core/ga_quota.py, docs/general-admission.md)
+
+-- onsale_ga_short: the 409 body of a GA hold attempt that found too few
+CREATE FUNCTION onsale_ga_short(p_left integer, p_quantity integer)
+RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_build_object(
+        'code', CASE WHEN p_left <= 0 THEN 'sold_out' ELSE 'insufficient_quantity' END,
+        'available', greatest(p_left, 0), 'requested', p_quantity)
+$$;
+
+-- onsale_ga_move: move the places of these GA holds that are counted as
+CREATE FUNCTION onsale_ga_move(p_hold_ids uuid[], p_from text, p_to text,
+                                          p_reason text)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    IF NOT (p_from IN ('HELD', 'SOLD') AND p_to IN ('SOLD', 'RETURNED') AND p_from <> p_to) THEN
+        RAISE EXCEPTION 'onsale_ga_move: % to % is not a move', p_from, p_to;
+    END IF;
+    PERFORM 1 FROM ga_buckets b
+    WHERE (b.event_id, b.tier_id, b.stripe) IN (
+        SELECT p.event_id, p.tier_id, p.stripe FROM ga_hold_places p
+        WHERE p.hold_id = ANY (p_hold_ids) AND p.status = p_from)
+    ORDER BY b.event_id, b.tier_id, b.stripe
+    FOR UPDATE OF b;
+    WITH moved AS (
+        UPDATE ga_hold_places p SET status = p_to
+        FROM holds h
+        WHERE p.hold_id = ANY (p_hold_ids) AND p.status = p_from AND h.hold_id = p.hold_id
+        RETURNING p.hold_id, p.event_id, p.tier_id, p.stripe, p.quantity,
+                  h.status AS hold_status, h.expires_at
+    ), per_stripe AS (
+        SELECT m.event_id, m.tier_id, m.stripe, sum(m.quantity)::integer AS q
+        FROM moved m GROUP BY m.event_id, m.tier_id, m.stripe
+    ), counted AS (
+        UPDATE ga_buckets b
+        SET available = b.available + CASE WHEN p_to = 'RETURNED' THEN s.q ELSE 0 END,
+            held = b.held - CASE WHEN p_from = 'HELD' THEN s.q ELSE 0 END,
+            sold = b.sold + CASE WHEN p_to = 'SOLD' THEN s.q ELSE 0 END
+                          - CASE WHEN p_from = 'SOLD' THEN s.q ELSE 0 END,
+            version = b.version + 1
+        FROM per_stripe s
+        WHERE b.event_id = s.event_id AND b.tier_id = s.tier_id AND b.stripe = s.stripe
+    ), logged AS (
+        INSERT INTO ga_releases (hold_id, event_id, tier_id, stripe, quantity, prior_status,
+                                 prior_hold_status, prior_expires_at, reason)
+        SELECT m.hold_id, m.event_id, m.tier_id, m.stripe, m.quantity, p_from, m.hold_status,
+               m.expires_at, p_reason
+        FROM moved m WHERE p_to = 'RETURNED'
+    )
+    SELECT coalesce(sum(m.quantity), 0) INTO v_n FROM moved m;
+    RETURN v_n;
+END $$;
+
+-- onsale_ga_expire_due: end up to p_limit expired GA holds of one tier and
+CREATE FUNCTION onsale_ga_expire_due(p_event_id bigint, p_tier_id smallint,
+                                                p_limit integer)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_due uuid[];
+    v_n integer;
+BEGIN
+    SELECT coalesce(array_agg(d.hold_id), '{}') INTO v_due
+    FROM (SELECT h.hold_id FROM holds h
+          WHERE h.event_id = p_event_id AND h.ga_tier_id = p_tier_id
+            AND h.status = 'HELD' AND h.expires_at <= now()
+          ORDER BY h.expires_at
+          LIMIT p_limit
+          FOR UPDATE SKIP LOCKED) AS d;
+    IF cardinality(v_due) = 0 THEN
+        RETURN 0;
+    END IF;
+    v_n := onsale_ga_move(v_due, 'HELD', 'RETURNED', 'expired');
+    WITH done AS (
+        UPDATE holds SET status = 'EXPIRED', updated_at = now()
+        WHERE hold_id = ANY (v_due) AND status = 'HELD' AND expires_at <= now()
+        RETURNING hold_id, event_id
+    )
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    SELECT done.event_id, done.hold_id, 'hold.expired', jsonb_build_object('hold_id', done.hold_id)
+    FROM done;
+    RETURN v_n;
+END $$;
+
+-- onsale_ga_take: take p_quantity places of a GA tier for a new hold, all or
+CREATE FUNCTION onsale_ga_take(
+    p_event_id bigint, p_tier_id smallint, p_hold_id uuid, p_quantity integer,
+    p_stripes smallint, OUT taken jsonb, OUT remaining integer
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
+    v_need integer := p_quantity;
+    v_take integer;
+    v_row record;
+BEGIN
+    UPDATE ga_buckets b
+    SET available = b.available - p_quantity, held = b.held + p_quantity, version = b.version + 1
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
+      AND b.active AND b.available >= p_quantity;
+    IF FOUND THEN
+        taken := jsonb_build_array(jsonb_build_object('stripe', v_first, 'quantity', p_quantity));
+        RETURN;
+    END IF;
+
+    PERFORM 1 FROM ga_buckets b
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+    ORDER BY b.stripe FOR UPDATE;
+    SELECT coalesce(sum(b.available), 0) INTO remaining
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    IF remaining < p_quantity THEN
+        PERFORM onsale_ga_expire_due(p_event_id, p_tier_id, 100);
+        SELECT coalesce(sum(b.available), 0) INTO remaining
+        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+        IF remaining < p_quantity THEN
+            RETURN;
+        END IF;
+    END IF;
+    taken := '[]';
+    -- Active stripes from the hashed one round, then retired ones still holding stock.
+    FOR v_row IN
+        SELECT b.stripe, b.available FROM ga_buckets b
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
+        ORDER BY NOT b.active, (b.stripe - v_first + 1000) % 1000
+    LOOP
+        EXIT WHEN v_need = 0;
+        v_take := least(v_need, v_row.available);
+        UPDATE ga_buckets b
+        SET available = b.available - v_take, held = b.held + v_take, version = b.version + 1
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_row.stripe;
+        taken := taken || jsonb_build_object('stripe', v_row.stripe, 'quantity', v_take);
+        v_need := v_need - v_take;
+    END LOOP;
+    remaining := NULL;
+END $$;
+
+-- onsale_ga_hold: hold p_quantity places of a GA tier, all or nothing, in one
+CREATE FUNCTION onsale_ga_hold(
+    p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_tier_id smallint,
+    p_quantity integer,
+    OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
+    OUT replayed boolean
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_event record;
+    v_tier record;
+    v_left bigint;
+    v_replay jsonb;
+    v_owned bigint;
+    v_take record;
+    v_t0 timestamptz;
+    v_hold_id uuid := uuidv7();
+    v_expires timestamptz;
+    v_line jsonb;
+    v_inserted integer;
+BEGIN
+    lock_wait_ms := 0;
+    replayed := true;
+    SELECT e.hold_ttl_seconds, e.currency, e.max_tickets_per_account, e.onsale_at
+    INTO v_event FROM events e WHERE e.event_id = p_event_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'event_not_found', DETAIL = '{}';
+    END IF;
+    IF now() < v_event.onsale_at THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'sale_not_open',
+            DETAIL = jsonb_build_object('onsale_at', to_char(v_event.onsale_at AT TIME ZONE 'UTC',
+                                        'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
+    END IF;
+    SELECT t.name, t.price_minor, t.max_per_hold, t.max_per_account, t.stripes INTO v_tier
+    FROM ga_tiers t WHERE t.event_id = p_event_id AND t.tier_id = p_tier_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'ga_tier_not_found',
+            DETAIL = jsonb_build_object('tier_id', p_tier_id)::text;
+    END IF;
+    IF p_quantity < 1 OR p_quantity > v_tier.max_per_hold THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_quantity',
+            DETAIL = jsonb_build_object('max_per_hold', v_tier.max_per_hold)::text;
+    END IF;
+
+    -- Fail fast without locking: too few places in committed state, and no
+    -- expired hold of the tier whose places are about to come back.
+    SELECT coalesce(sum(b.available), 0) INTO v_left
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    IF v_left < p_quantity AND NOT EXISTS (
+            SELECT 1 FROM holds h
+            WHERE h.event_id = p_event_id AND h.ga_tier_id = p_tier_id
+              AND h.status = 'HELD' AND h.expires_at <= now()) THEN
+        v_replay := onsale_replay(p_account_id, p_key, p_digest);
+        IF v_replay IS NOT NULL THEN
+            status_code := (v_replay ->> 'status_code')::integer;
+            body := v_replay -> 'body';
+            RETURN;
+        END IF;
+        status_code := 409;
+        replayed := false;
+        body := onsale_ga_short(v_left::integer, p_quantity);
+        RETURN;
+    END IF;
+
+    v_replay := onsale_hold_limit(p_event_id, p_account_id, p_key, p_digest, p_quantity,
+                                  v_event.max_tickets_per_account);
+    IF v_replay IS NOT NULL THEN
+        status_code := (v_replay ->> 'status_code')::integer;
+        body := v_replay -> 'body';
+        RETURN;
+    END IF;
+    IF v_tier.max_per_account IS NOT NULL THEN
+        SELECT coalesce(sum(h.seat_count), 0) INTO v_owned FROM holds h
+        WHERE h.event_id = p_event_id AND h.account_id = p_account_id
+          AND h.ga_tier_id = p_tier_id
+          AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
+               OR (h.status = 'HELD' AND h.expires_at > now()));
+        IF v_owned + p_quantity > v_tier.max_per_account THEN
+            RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
+                DETAIL = jsonb_build_object('limit', v_tier.max_per_account, 'owned', v_owned,
+                                            'requested', p_quantity,
+                                            'tier_id', p_tier_id)::text;
+        END IF;
+    END IF;
+
+    v_t0 := clock_timestamp();
+    SELECT * INTO v_take
+    FROM onsale_ga_take(p_event_id, p_tier_id, v_hold_id, p_quantity, v_tier.stripes);
+    lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
+    replayed := false;
+    IF v_take.taken IS NULL THEN
+        -- Under the advisory lock onsale_hold_limit found no replay: a plain 409.
+        status_code := 409;
+        body := onsale_ga_short(v_take.remaining, p_quantity);
+        RETURN;
+    END IF;
+
+    -- The full TTL from the moment of the claim, however long we waited for locks.
+    v_expires := clock_timestamp() + make_interval(secs => v_event.hold_ttl_seconds);
+    v_line := jsonb_build_object('tier_id', p_tier_id, 'name', v_tier.name,
+                                 'quantity', p_quantity, 'price_minor', v_tier.price_minor);
+    body := jsonb_build_object(
+        'hold_id', v_hold_id, 'event_id', p_event_id, 'status', 'HELD',
+        'expires_at', to_char(v_expires AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'seats', '[]'::jsonb, 'ga', v_line,
+        'amount_minor', p_quantity * v_tier.price_minor, 'currency', v_event.currency);
+    INSERT INTO idempotency_keys (account_id, key, digest, status_code, response, resource_id)
+    VALUES (p_account_id, p_key, p_digest, 201, body, v_hold_id)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'OSRTY', MESSAGE = 'idempotency_retry', DETAIL = '{}';
+    END IF;
+    INSERT INTO holds (hold_id, event_id, account_id, idempotency_key, status, seat_ids, seats,
+                       seat_count, amount_minor, currency, expires_at, ga_tier_id, ga)
+    VALUES (v_hold_id, p_event_id, p_account_id, p_key, 'HELD', '{}', '[]', p_quantity,
+            p_quantity * v_tier.price_minor, v_event.currency, v_expires, p_tier_id, v_line);
+    INSERT INTO ga_hold_places (hold_id, event_id, tier_id, stripe, quantity)
+    SELECT v_hold_id, p_event_id, p_tier_id, (x ->> 'stripe')::smallint,
+           (x ->> 'quantity')::integer
+    FROM jsonb_array_elements(v_take.taken) AS x;
+    INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
+    VALUES (p_event_id, v_hold_id, 'hold.created', body);
+    status_code := 201;
+END $$;
+
+-- onsale_ga_rebalance: move available places between the stripes of one GA
+CREATE FUNCTION onsale_ga_rebalance(
+    p_event_id bigint, p_tier_id smallint, p_stripes smallint[], p_deltas integer[],
+    p_reason text, p_lock_timeout_ms integer
+) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_before jsonb;
+    v_after jsonb;
+    v_moved integer;
+BEGIN
+    IF cardinality(p_stripes) <> cardinality(p_deltas)
+       OR (SELECT coalesce(sum(d), 0) FROM unnest(p_deltas) AS d) <> 0 THEN
+        RAISE EXCEPTION 'onsale_ga_rebalance: deltas must pair with stripes and sum to zero';
+    END IF;
+    PERFORM set_config('lock_timeout', p_lock_timeout_ms || 'ms', true);
+    PERFORM 1 FROM ga_buckets b
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+    ORDER BY b.stripe FOR UPDATE;
+    PERFORM set_config('lock_timeout', '0', true);
+    IF EXISTS (SELECT 1 FROM unnest(p_stripes, p_deltas) AS d(stripe, delta)
+               LEFT JOIN ga_buckets b ON b.event_id = p_event_id AND b.tier_id = p_tier_id
+                                     AND b.stripe = d.stripe
+               WHERE b.stripe IS NULL OR b.available + d.delta < 0) THEN
+        RETURN -1;
+    END IF;
+    SELECT jsonb_object_agg(b.stripe, b.available ORDER BY b.stripe) INTO v_before
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    UPDATE ga_buckets b SET available = b.available + d.delta, version = b.version + 1
+    FROM unnest(p_stripes, p_deltas) AS d(stripe, delta)
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = d.stripe
+      AND d.delta <> 0;
+    SELECT jsonb_object_agg(b.stripe, b.available ORDER BY b.stripe) INTO v_after
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    SELECT coalesce(sum(d), 0) INTO v_moved FROM unnest(p_deltas) AS d WHERE d > 0;
+    IF v_moved > 0 THEN
+        INSERT INTO ga_rebalances (event_id, tier_id, moved, before, after, reason)
+        VALUES (p_event_id, p_tier_id, v_moved, v_before, v_after, p_reason);
+    END IF;
+    RETURN v_moved;
+END $$;
+
+-- onsale_ga_set_stripes: give a GA tier p_n active stripes (0 .. p_n - 1),
+CREATE FUNCTION onsale_ga_set_stripes(p_event_id bigint, p_tier_id smallint,
+                                                 p_n smallint)
+RETURNS smallint LANGUAGE plpgsql AS $$
+DECLARE
+    v_old smallint;
+BEGIN
+    IF p_n < 1 OR p_n > 64 THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS400', MESSAGE = 'invalid_request',
+            DETAIL = '{"reason": "stripes must be from 1 to 64"}';
+    END IF;
+    SELECT t.stripes INTO v_old FROM ga_tiers t
+    WHERE t.event_id = p_event_id AND t.tier_id = p_tier_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'ga_tier_not_found',
+            DETAIL = jsonb_build_object('tier_id', p_tier_id)::text;
+    END IF;
+    PERFORM 1 FROM ga_buckets b
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+    ORDER BY b.stripe FOR UPDATE;
+    INSERT INTO ga_buckets (event_id, tier_id, stripe, available)
+    SELECT p_event_id, p_tier_id, s, 0 FROM generate_series(0, p_n - 1) AS s
+    ON CONFLICT (event_id, tier_id, stripe) DO NOTHING;
+    UPDATE ga_buckets b SET active = (b.stripe < p_n), version = b.version + 1
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.active <> (b.stripe < p_n);
+    UPDATE ga_tiers SET stripes = p_n WHERE event_id = p_event_id AND tier_id = p_tier_id;
+    RETURN v_old;
 END $$;
 
 -- Checkout and payments (core/payments.py, core/reconciler.py, docs/payments.md)
@@ -929,6 +1376,9 @@ BEGIN
            r.prior_expires_at, p_reason
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_n := v_n + onsale_ga_move(ARRAY[p_hold_id],
+                                CASE WHEN p_from = 'SOLD' THEN 'SOLD' ELSE 'HELD' END,
+                                'RETURNED', p_reason);
     UPDATE holds SET status = p_hold_status, updated_at = now() WHERE hold_id = p_hold_id;
     INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
     VALUES (v_hold.event_id, p_hold_id, 'hold.' || lower(p_hold_status),
@@ -1013,19 +1463,27 @@ BEGIN
             DETAIL = jsonb_build_object('limit', v_max, 'owned', v_owned, 'requested', 0)::text;
     END IF;
 
-    -- The seats, locked in order: still ours, and the total at their current
-    -- price version (client totals are never used).
-    SELECT count(*) FILTER (WHERE l.hold_id = p_hold_id AND l.status = 'HELD'),
-           sum(pt.price_minor)
-    INTO v_ok, v_amount
-    FROM (SELECT si.seat_id, si.hold_id, si.status, si.price_version
-          FROM seat_inventory si
-          WHERE si.event_id = v_event AND si.seat_id = ANY (v_hold.seat_ids)
-          ORDER BY si.seat_id
-          FOR UPDATE) AS l
-    JOIN seats s ON s.event_id = v_event AND s.seat_id = l.seat_id
-    JOIN price_tiers pt ON pt.event_id = v_event AND pt.tier_id = s.tier_id
-                       AND pt.price_version = l.price_version;
+    IF v_hold.ga_tier_id IS NOT NULL THEN
+        -- The places (moved only under the hold's row lock, which we hold).
+        SELECT coalesce(sum(p.quantity), 0) INTO v_ok FROM ga_hold_places p
+        WHERE p.hold_id = p_hold_id AND p.status = 'HELD';
+        SELECT v_ok * t.price_minor INTO v_amount FROM ga_tiers t
+        WHERE t.event_id = v_event AND t.tier_id = v_hold.ga_tier_id;
+    ELSE
+        -- The seats, locked in order: still ours, and the total at their current
+        -- price version (client totals are never used).
+        SELECT count(*) FILTER (WHERE l.hold_id = p_hold_id AND l.status = 'HELD'),
+               sum(pt.price_minor)
+        INTO v_ok, v_amount
+        FROM (SELECT si.seat_id, si.hold_id, si.status, si.price_version
+              FROM seat_inventory si
+              WHERE si.event_id = v_event AND si.seat_id = ANY (v_hold.seat_ids)
+              ORDER BY si.seat_id
+              FOR UPDATE) AS l
+        JOIN seats s ON s.event_id = v_event AND s.seat_id = l.seat_id
+        JOIN price_tiers pt ON pt.event_id = v_event AND pt.tier_id = s.tier_id
+                           AND pt.price_version = l.price_version;
+    END IF;
     -- now() is when this transaction began; after waiting for the seat locks
     -- the deadline is judged by the clock, so a hold that expired meanwhile
     -- does not start a payment.
@@ -1166,16 +1624,23 @@ BEGIN
             SET status = 'SUCCEEDED', provider_ref = coalesce(p_provider_ref, provider_ref),
                 next_action = NULL, updated_at = now()
             WHERE operation_id = p_operation_id;
-            -- The sale: the hold and every seat must still be ours, at the price.
-            SELECT count(*) FILTER (WHERE si.hold_id = v_hold.hold_id
-                                      AND si.status = 'PAYMENT_PENDING'),
-                   sum(pt.price_minor)
-            INTO v_ok, v_amount
-            FROM seat_inventory si
-            JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
-            JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
-                               AND pt.price_version = si.price_version
-            WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids);
+            -- The sale: the hold and every seat (or place) must still be ours, at the price.
+            IF v_hold.ga_tier_id IS NOT NULL THEN
+                SELECT coalesce(sum(p.quantity), 0) INTO v_ok FROM ga_hold_places p
+                WHERE p.hold_id = v_hold.hold_id AND p.status = 'HELD';
+                SELECT v_ok * t.price_minor INTO v_amount FROM ga_tiers t
+                WHERE t.event_id = v_hold.event_id AND t.tier_id = v_hold.ga_tier_id;
+            ELSE
+                SELECT count(*) FILTER (WHERE si.hold_id = v_hold.hold_id
+                                          AND si.status = 'PAYMENT_PENDING'),
+                       sum(pt.price_minor)
+                INTO v_ok, v_amount
+                FROM seat_inventory si
+                JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
+                JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
+                                   AND pt.price_version = si.price_version
+                WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids);
+            END IF;
             SELECT p.operation_id, p.status INTO v_void FROM payment_operations p
             WHERE p.parent_operation_id = p_operation_id AND p.kind = 'VOID';
             IF v_void.operation_id IS NULL
@@ -1191,6 +1656,12 @@ BEGIN
                     version = version + 1
                 WHERE event_id = v_hold.event_id AND seat_id = ANY (v_hold.seat_ids)
                   AND hold_id = v_hold.hold_id;
+                IF v_hold.ga_tier_id IS NOT NULL THEN
+                    INSERT INTO ga_order_items (order_id, event_id, tier_id, quantity, price_minor)
+                    VALUES (v_order.order_id, v_hold.event_id, v_hold.ga_tier_id, v_ok,
+                            v_amount / v_ok);
+                    PERFORM onsale_ga_move(ARRAY[v_hold.hold_id], 'HELD', 'SOLD', 'sold');
+                END IF;
                 UPDATE holds SET status = 'CONFIRMED', updated_at = now()
                 WHERE hold_id = v_hold.hold_id;
                 UPDATE orders SET status = 'CONFIRMED', payment_status = 'AUTHORIZED',
@@ -1202,6 +1673,7 @@ BEGIN
                                            'hold_id', v_hold.hold_id,
                                            'account_id', v_order.account_id,
                                            'seat_ids', to_jsonb(v_hold.seat_ids),
+                                           'ga', v_hold.ga,
                                            'amount_minor', v_order.amount_minor,
                                            'currency', v_order.currency));
                 v_follow_kind := 'CAPTURE';
@@ -1275,6 +1747,7 @@ BEGIN
             END IF;
             IF v_order.status = 'CONFIRMED' THEN
                 UPDATE order_items SET valid = false WHERE order_id = v_order.order_id;
+                UPDATE ga_order_items SET valid = false WHERE order_id = v_order.order_id;
                 PERFORM onsale_release_paid_hold(v_hold.hold_id, 'SOLD', 'compensated',
                                                  'RELEASED');
                 UPDATE orders SET status = 'CANCELLED', payment_status = 'CAPTURE_FAILED',
@@ -1408,5 +1881,16 @@ BEGIN
     FROM order_items oi WHERE oi.order_id = p_order_id AND oi.valid
     ON CONFLICT (order_id, seat_id) DO NOTHING;
     GET DIAGNOSTICS v_count = ROW_COUNT;
+    -- One ticket per GA place: place 1 .. quantity of each tier bought.
+    WITH issued AS (
+        INSERT INTO tickets (order_id, event_id, ga_tier_id, place, code)
+        SELECT p_order_id, gi.event_id, gi.tier_id, n,
+               upper(replace(gen_random_uuid()::text, '-', ''))
+        FROM ga_order_items gi CROSS JOIN LATERAL generate_series(1, gi.quantity) AS n
+        WHERE gi.order_id = p_order_id AND gi.valid
+        ON CONFLICT (order_id, ga_tier_id, place) WHERE ga_tier_id IS NOT NULL DO NOTHING
+        RETURNING 1
+    )
+    SELECT v_count + count(*) INTO v_count FROM issued;
     RETURN CASE WHEN v_count > 0 THEN 'issued' ELSE 'duplicate' END;
 END $$;

@@ -15,8 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from onsale.core import accounts, checkout, events, holds, webhooks
+from onsale.core import accounts, checkout, events, ga_routes, holds, webhooks
 from onsale.core.background import start_background
+from onsale.core.ga_quota import run_quota_plane
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
@@ -44,6 +45,7 @@ def core_routes() -> list[BaseRoute]:
         *accounts.routes,
         *events.routes,
         *holds.routes,
+        *ga_routes.routes,
         *checkout.routes,
         *webhooks.routes,
         Route("/readyz", readyz, methods=["GET"]),
@@ -81,6 +83,9 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             state.tasks.append(asyncio.create_task(
                 run_sweeper(db.pool, metrics, settings.sweep_interval, settings.sweep_batch),
                 name="onsale-sweeper"))
+            state.tasks.append(asyncio.create_task(
+                run_quota_plane(db.pool, metrics, settings.ga_rebalance_interval),
+                name="onsale-ga-quota"))
             if state.payments is not None:
                 state.tasks.append(asyncio.create_task(
                     run_reconciler(state.payments, settings.reconcile_interval),

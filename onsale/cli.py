@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from onsale.compose import WebSocketLimits
 
 DEMO_EVENT = "onsale demo night"
+# Beside its seats, the demo sells a standing floor (docs/general-admission.md).
+DEMO_GA_TIER = {"name": "Floor (standing)", "price_minor": 6500, "capacity": 5000,
+                "stripes": 8}
 PROVIDER_ROLES = ("core", "worker")  # the roles that talk to the payment provider
 
 
@@ -106,7 +109,8 @@ async def _seed(url: str, seats: int) -> tuple[int, bool]:
         existing = await conn.fetchval(queries("events")["event_by_name"], DEMO_EVENT)
         if existing is not None:
             return int(existing), False
-        spec = await event_spec(conn, {"name": DEMO_EVENT, "seats": seats})
+        spec = await event_spec(conn, {"name": DEMO_EVENT, "seats": seats,
+                                       "ga_tiers": [DEMO_GA_TIER]})
         return await create_event(conn, spec), True
     finally:
         await conn.close()
@@ -287,8 +291,30 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 2
 
 
+def parse_ga_tier_option(text: str) -> dict[str, Any]:
+    """``--ga-tier NAME:PRICE_MINOR:CAPACITY[:STRIPES[:MAX_PER_HOLD]]`` as a ga_tiers
+    entry (the numbers are checked by parse_event_spec, like POST /api/ops/events)."""
+    parts = text.rsplit(":", 4) if text.count(":") >= 2 else []
+    while len(parts) > 3 and not parts[1].isdigit():  # a colon inside the name
+        parts[0:2] = [parts[0] + ":" + parts[1]]
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[1:]):
+        raise ValueError(f"--ga-tier {text!r}: expected NAME:PRICE_MINOR:CAPACITY"
+                         "[:STRIPES[:MAX_PER_HOLD]]")
+    tier: dict[str, Any] = {"name": parts[0], "price_minor": int(parts[1]),
+                            "capacity": int(parts[2])}
+    for key, value in zip(("stripes", "max_per_hold"), parts[3:], strict=False):
+        tier[key] = int(value)
+    return tier
+
+
 def cmd_event_create(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"name": args.name, "seats": args.seats}
+    if args.ga_tier:
+        try:
+            body["ga_tiers"] = [parse_ga_tier_option(t) for t in args.ga_tier]
+        except ValueError as exc:
+            print(f"onsale event create: {exc}", file=sys.stderr)
+            return 2
     for field in ("hold_ttl_seconds", "max_tickets_per_account", "max_seats_per_hold",
                   "onsale_at", "starts_at", "queue_policy", "prequeue_at",
                   "admission_rate_min", "admission_rate_max", "active_cap", "pow_difficulty"):
@@ -338,7 +364,12 @@ def parser() -> argparse.ArgumentParser:
     event_sub = event.add_subparsers(dest="event_command", required=True)
     create = event_sub.add_parser("create", help="create an event from a generated layout")
     create.add_argument("--name", required=True)
-    create.add_argument("--seats", type=int, default=50_000)
+    create.add_argument("--seats", type=int, default=50_000,
+                        help="seats in the generated layout; 0 with --ga-tier: GA only")
+    create.add_argument("--ga-tier", dest="ga_tier", action="append", default=[],
+                        metavar="NAME:PRICE_MINOR:CAPACITY[:STRIPES[:MAX_PER_HOLD]]",
+                        help="a general-admission tier (repeatable; "
+                             "docs/general-admission.md)")
     create.add_argument("--hold-ttl-seconds", dest="hold_ttl_seconds", type=int)
     create.add_argument("--max-tickets-per-account", dest="max_tickets_per_account", type=int)
     create.add_argument("--max-seats-per-hold", dest="max_seats_per_hold", type=int)

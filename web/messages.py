@@ -33,6 +33,10 @@ SENTENCES: dict[str, str] = {
     "sale_not_open": "The sale for this event has not opened yet.",
     "price_changed": "The price changed after you picked these seats. Please choose again.",
     "seats_unavailable": "Sorry, some of those seats were just taken by someone else.",
+    "sold_out": "Sorry, that tier just sold out.",
+    "insufficient_quantity": "Fewer places are left than you asked for: try a smaller number.",
+    "invalid_quantity": "That number of places cannot be bought in one go.",
+    "ga_tier_not_found": "That ticket type is not on sale for this event.",
     "ticket_limit_exceeded": "That would take you over the ticket limit for this event.",
     "inventory_unavailable": "Seats cannot be reserved right now. Please try again in "
                              "a moment.",

@@ -133,8 +133,14 @@ WHERE o.status = 'CONFIRMED'
 SELECT t.ticket_id, t.order_id, o.status, o.payment_status
 FROM tickets t JOIN orders o ON o.order_id = t.order_id
 WHERE o.status <> 'CONFIRMED' OR o.payment_status <> 'CAPTURED'
-   OR NOT EXISTS (SELECT 1 FROM order_items oi
-                  WHERE oi.order_id = t.order_id AND oi.seat_id = t.seat_id AND oi.valid);
+   OR (t.seat_id IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM order_items oi
+           WHERE oi.order_id = t.order_id AND oi.seat_id = t.seat_id AND oi.valid))
+   -- a GA ticket is for place 1..quantity of a tier the order bought
+   OR (t.ga_tier_id IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM ga_order_items gi
+           WHERE gi.order_id = t.order_id AND gi.tier_id = t.ga_tier_id AND gi.valid
+             AND t.place BETWEEN 1 AND gi.quantity));
 
 -- name: ended_orders_own_no_seats
 SELECT o.order_id, o.status, si.event_id, si.seat_id, si.status AS seat_status
@@ -144,3 +150,88 @@ JOIN seat_inventory si ON si.event_id = h.event_id AND si.seat_id = ANY (h.seat_
 WHERE o.status IN ('FAILED', 'CANCELLED')
   AND (si.order_id = o.order_id
        OR (si.hold_id = h.hold_id AND si.status IN ('PAYMENT_PENDING', 'SOLD')));
+
+-- name: ga_capacity_conserved
+-- General admission: over a tier's stripes, available + held + sold is its
+-- capacity, always (holds, expiries, sales and rebalances only move places).
+SELECT t.event_id, t.tier_id, t.capacity,
+       coalesce(sum(b.available + b.held + b.sold), 0) AS counted
+FROM ga_tiers t LEFT JOIN ga_buckets b ON b.event_id = t.event_id AND b.tier_id = t.tier_id
+GROUP BY t.event_id, t.tier_id, t.capacity
+HAVING coalesce(sum(b.available + b.held + b.sold), 0) <> t.capacity;
+
+-- name: ga_no_stripe_negative
+SELECT b.event_id, b.tier_id, b.stripe, b.available, b.held, b.sold
+FROM ga_buckets b
+WHERE b.available < 0 OR b.held < 0 OR b.sold < 0;
+
+-- name: ga_places_counted_once
+-- A stripe's held and sold are exactly the places that GA holds have there
+-- in those states.
+SELECT b.event_id, b.tier_id, b.stripe, b.held, b.sold,
+       coalesce(p.held, 0) AS places_held, coalesce(p.sold, 0) AS places_sold
+FROM ga_buckets b
+LEFT JOIN (SELECT event_id, tier_id, stripe,
+                  sum(quantity) FILTER (WHERE status = 'HELD') AS held,
+                  sum(quantity) FILTER (WHERE status = 'SOLD') AS sold
+           FROM ga_hold_places WHERE status <> 'RETURNED'
+           GROUP BY event_id, tier_id, stripe) p
+       ON p.event_id = b.event_id AND p.tier_id = b.tier_id AND p.stripe = b.stripe
+WHERE b.held <> coalesce(p.held, 0) OR b.sold <> coalesce(p.sold, 0);
+
+-- name: ga_holds_own_their_places
+-- From the hold: a live GA hold (HELD before its deadline, or in payment) has
+-- all its places held; a sold one has them all sold; an ended one has none
+-- left (an expired hold not yet swept may still hold them).
+SELECT h.hold_id, h.event_id, h.ga_tier_id, h.status, h.seat_count AS quantity,
+       coalesce(sum(p.quantity) FILTER (WHERE p.status = 'HELD'), 0) AS held,
+       coalesce(sum(p.quantity) FILTER (WHERE p.status = 'SOLD'), 0) AS sold
+FROM holds h LEFT JOIN ga_hold_places p ON p.hold_id = h.hold_id
+WHERE h.ga_tier_id IS NOT NULL
+GROUP BY h.hold_id
+HAVING CASE
+    WHEN h.status = 'PAYMENT_PENDING'
+         OR (h.status = 'HELD' AND h.expires_at > statement_timestamp())
+        THEN coalesce(sum(p.quantity) FILTER (WHERE p.status = 'HELD'), 0) <> h.seat_count
+          OR coalesce(sum(p.quantity) FILTER (WHERE p.status = 'SOLD'), 0) <> 0
+    WHEN h.status = 'CONFIRMED'
+        THEN coalesce(sum(p.quantity) FILTER (WHERE p.status = 'SOLD'), 0) <> h.seat_count
+          OR coalesce(sum(p.quantity) FILTER (WHERE p.status = 'HELD'), 0) <> 0
+    WHEN h.status = 'HELD'  -- expired, not yet swept
+        THEN coalesce(sum(p.quantity) FILTER (WHERE p.status = 'SOLD'), 0) <> 0
+    ELSE coalesce(sum(p.quantity) FILTER (WHERE p.status <> 'RETURNED'), 0) <> 0
+    END
+   OR coalesce(sum(p.quantity), 0) <> h.seat_count;
+
+-- name: ga_sold_places_point_to_confirmed_orders
+-- A sold place belongs to a confirmed order (its payment may still be being
+-- reconciled: captured later or compensated) with a valid GA line for it.
+SELECT p.hold_id, p.event_id, p.tier_id, p.stripe, p.quantity, o.order_id,
+       o.status AS order_status
+FROM ga_hold_places p
+LEFT JOIN orders o ON o.hold_id = p.hold_id
+LEFT JOIN ga_order_items gi ON gi.order_id = o.order_id AND gi.tier_id = p.tier_id AND gi.valid
+WHERE p.status = 'SOLD'
+  AND (o.order_id IS NULL OR o.status <> 'CONFIRMED' OR gi.order_id IS NULL);
+
+-- name: ga_releases_touch_only_their_hold
+-- A return gave back places the hold itself had on that stripe, once: an
+-- expiry only of a hold whose deadline had passed, a release by its owner
+-- only of a live hold, places in payment only when its payment failed, sold
+-- places only by an audited compensation.
+SELECT r.release_id, r.hold_id, r.stripe, r.quantity, r.reason, r.prior_status,
+       r.prior_hold_status, r.prior_expires_at, r.released_at
+FROM ga_releases r
+LEFT JOIN ga_hold_places p ON p.hold_id = r.hold_id AND p.stripe = r.stripe
+WHERE p.hold_id IS NULL OR p.status <> 'RETURNED' OR p.quantity <> r.quantity
+   OR p.event_id <> r.event_id OR p.tier_id <> r.tier_id
+   OR (SELECT count(*) FROM ga_releases r2
+       WHERE r2.hold_id = r.hold_id AND r2.stripe = r.stripe) > 1
+   OR r.prior_status <> CASE r.reason WHEN 'compensated' THEN 'SOLD' ELSE 'HELD' END
+   OR r.prior_hold_status <> CASE r.reason WHEN 'payment_failed' THEN 'PAYMENT_PENDING'
+                                           WHEN 'compensated' THEN 'CONFIRMED'
+                                           ELSE 'HELD' END
+   OR (r.reason = 'expired' AND r.prior_expires_at > r.released_at)
+   OR (r.reason = 'compensated' AND NOT EXISTS (
+           SELECT 1 FROM payment_events pe JOIN orders o ON o.order_id = pe.order_id
+           WHERE o.hold_id = r.hold_id AND pe.action = 'compensated'));

@@ -19,6 +19,17 @@ WHERE event_id = $1 AND EXISTS (SELECT 1 FROM secret);
 -- name: insert_tier
 INSERT INTO price_tiers (event_id, tier_id, name, price_minor) VALUES ($1, $2, $3, $4);
 
+-- name: insert_ga_tier
+INSERT INTO ga_tiers (event_id, tier_id, name, price_minor, capacity, max_per_hold,
+                      max_per_account, stripes)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: insert_ga_buckets
+-- A tier's stripes, its capacity split over them.
+INSERT INTO ga_buckets (event_id, tier_id, stripe, available)
+SELECT $1, $2, s.stripe, s.available
+FROM unnest($3::smallint[], $4::integer[]) AS s(stripe, available);
+
 -- name: fill_inventory
 INSERT INTO seat_inventory (event_id, seat_id)
 SELECT event_id, seat_id FROM seats WHERE event_id = $1 ORDER BY seat_id;
@@ -38,7 +49,16 @@ SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
         WHERE t.event_id = e.event_id
           AND t.price_version = (SELECT max(t2.price_version) FROM price_tiers t2
                                  WHERE t2.event_id = t.event_id AND t2.tier_id = t.tier_id))
-       AS tiers
+       AS tiers,
+       -- GA tiers with what is left right now (the sum over their stripes).
+       (SELECT jsonb_agg(jsonb_build_object(
+                   'tier_id', g.tier_id, 'name', g.name, 'price_minor', g.price_minor,
+                   'capacity', g.capacity, 'max_per_hold', g.max_per_hold,
+                   'max_per_account', g.max_per_account,
+                   'available', (SELECT coalesce(sum(b.available), 0)::integer FROM ga_buckets b
+                                 WHERE b.event_id = g.event_id AND b.tier_id = g.tier_id))
+                   ORDER BY g.tier_id)
+        FROM ga_tiers g WHERE g.event_id = e.event_id) AS ga_tiers
 FROM events e
 WHERE $1::bigint IS NULL OR e.event_id = $1
 ORDER BY e.onsale_at, e.event_id;
@@ -50,7 +70,7 @@ SELECT etag, body, body_gzip FROM venue_layouts WHERE event_id = $1;
 SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;
 
 -- name: analyze_inventory
-ANALYZE seats, seat_inventory, price_tiers;
+ANALYZE seats, seat_inventory, price_tiers, ga_tiers, ga_buckets;
 
 -- name: reserve_key
 INSERT INTO idempotency_keys (account_id, key, digest) VALUES ($1, $2, $3)

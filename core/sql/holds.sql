@@ -4,8 +4,11 @@ SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold($1, $2, $3, $4
 -- name: hold_best
 SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold_best($1, $2, $3, $4, $5, $6, $7);
 
+-- name: hold_ga
+SELECT status_code, body, lock_wait_ms, replayed FROM onsale_ga_hold($1, $2, $3, $4, $5, $6);
+
 -- name: get_hold
-SELECT hold_id, event_id, status, seats, amount_minor, currency, expires_at, created_at,
+SELECT hold_id, event_id, status, seats, ga, amount_minor, currency, expires_at, created_at,
        now() AS db_now
 FROM holds WHERE hold_id = $1 AND account_id = $2;
 

@@ -24,16 +24,18 @@ WHERE ($2 = 'AUTHORIZE' AND operation_id = $1 AND kind = 'AUTHORIZE')
 
 -- name: order_for_account
 SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_minor,
-       o.currency, o.cancel_reason, o.created_at, o.updated_at, h.seats, h.expires_at,
+       o.currency, o.cancel_reason, o.created_at, o.updated_at, h.seats, h.ga, h.expires_at,
        h.grace_until,
        (SELECT p.next_action FROM payment_operations p
         WHERE p.order_id = o.order_id AND p.kind = 'AUTHORIZE' AND p.status = 'REQUIRES_ACTION'
           AND NOT EXISTS (SELECT 1 FROM payment_operations v  -- abandoned: being voided
                           WHERE v.parent_operation_id = p.operation_id AND v.kind = 'VOID')
         LIMIT 1) AS next_action,
-       (SELECT coalesce(jsonb_agg(jsonb_build_object('ticket_id', t.ticket_id,
-                                                     'seat_id', t.seat_id, 'code', t.code)
-                                  ORDER BY t.seat_id), '[]')
+       (SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                                      'ticket_id', t.ticket_id, 'seat_id', t.seat_id,
+                                      'ga_tier_id', t.ga_tier_id, 'place', t.place,
+                                      'code', t.code))
+                                  ORDER BY t.seat_id, t.ga_tier_id, t.place), '[]')
         FROM tickets t WHERE t.order_id = o.order_id) AS tickets
 FROM orders o JOIN holds h ON h.hold_id = o.hold_id
 WHERE o.order_id = $1 AND o.account_id = $2;

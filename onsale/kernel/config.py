@@ -87,6 +87,7 @@ class Settings:
     db_statement_timeout_ms: int = 5000
     sweep_interval: float = 1.0
     sweep_batch: int = 500
+    ga_rebalance_interval: float = 1.0
     outbox_stream_maxlen: int = 1_000_000
     outbox_retention_seconds: int = 7 * 86400
     cookie_secure: bool = False
@@ -190,6 +191,7 @@ class Settings:
                 env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
             sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
+            ga_rebalance_interval=_float(env, "ONSALE_GA_REBALANCE_INTERVAL", 1.0),
             outbox_stream_maxlen=env_int(
                 env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),
             outbox_retention_seconds=env_int(

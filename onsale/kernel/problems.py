@@ -31,6 +31,10 @@ TITLES: dict[str, str] = {
     "sale_not_open": "The sale for this event has not opened yet",
     "price_changed": "The price changed since the seats were held",
     "seats_unavailable": "Some of the requested seats are not available",
+    "sold_out": "This tier is sold out",
+    "insufficient_quantity": "Fewer places are left in this tier than were asked for",
+    "invalid_quantity": "The quantity of places is not valid for this tier",
+    "ga_tier_not_found": "No such general-admission tier for this event",
     "ticket_limit_exceeded": "This would exceed the ticket limit for your account",
     "inventory_unavailable": (
         "Seat inventory is temporarily unavailable; retry with the same Idempotency-Key"

@@ -6,7 +6,8 @@
 -- bounded grace. The authorization itself runs afterwards, outside any
 -- transaction (core/payments.py). Returns the order and the operation to
 -- send; a replay (same key, same body) returns what the first request
--- created.
+-- created. A GA hold's places are checked the same way (ga_hold_places,
+-- at the tier's current price); they stay counted as held while in payment.
 
 CREATE OR REPLACE FUNCTION onsale_checkout_begin(
     p_hold_id uuid, p_account_id uuid, p_key text, p_digest text, p_payment_method text,
@@ -84,19 +85,27 @@ BEGIN
             DETAIL = jsonb_build_object('limit', v_max, 'owned', v_owned, 'requested', 0)::text;
     END IF;
 
-    -- The seats, locked in order: still ours, and the total at their current
-    -- price version (client totals are never used).
-    SELECT count(*) FILTER (WHERE l.hold_id = p_hold_id AND l.status = 'HELD'),
-           sum(pt.price_minor)
-    INTO v_ok, v_amount
-    FROM (SELECT si.seat_id, si.hold_id, si.status, si.price_version
-          FROM seat_inventory si
-          WHERE si.event_id = v_event AND si.seat_id = ANY (v_hold.seat_ids)
-          ORDER BY si.seat_id
-          FOR UPDATE) AS l
-    JOIN seats s ON s.event_id = v_event AND s.seat_id = l.seat_id
-    JOIN price_tiers pt ON pt.event_id = v_event AND pt.tier_id = s.tier_id
-                       AND pt.price_version = l.price_version;
+    IF v_hold.ga_tier_id IS NOT NULL THEN
+        -- The places (moved only under the hold's row lock, which we hold).
+        SELECT coalesce(sum(p.quantity), 0) INTO v_ok FROM ga_hold_places p
+        WHERE p.hold_id = p_hold_id AND p.status = 'HELD';
+        SELECT v_ok * t.price_minor INTO v_amount FROM ga_tiers t
+        WHERE t.event_id = v_event AND t.tier_id = v_hold.ga_tier_id;
+    ELSE
+        -- The seats, locked in order: still ours, and the total at their current
+        -- price version (client totals are never used).
+        SELECT count(*) FILTER (WHERE l.hold_id = p_hold_id AND l.status = 'HELD'),
+               sum(pt.price_minor)
+        INTO v_ok, v_amount
+        FROM (SELECT si.seat_id, si.hold_id, si.status, si.price_version
+              FROM seat_inventory si
+              WHERE si.event_id = v_event AND si.seat_id = ANY (v_hold.seat_ids)
+              ORDER BY si.seat_id
+              FOR UPDATE) AS l
+        JOIN seats s ON s.event_id = v_event AND s.seat_id = l.seat_id
+        JOIN price_tiers pt ON pt.event_id = v_event AND pt.tier_id = s.tier_id
+                           AND pt.price_version = l.price_version;
+    END IF;
     -- now() is when this transaction began; after waiting for the seat locks
     -- the deadline is judged by the clock, so a hold that expired meanwhile
     -- does not start a payment.

@@ -1,6 +1,7 @@
 -- onsale_expire_hold: release one expired hold by id (the sweeper's
 -- predicate, exposed so a delayed expiry message can be replayed safely).
--- Returns the number of seats released.
+-- Returns the number of seats (or GA places) released.
+-- requires: onsale_ga_move
 
 CREATE OR REPLACE FUNCTION onsale_expire_hold(p_hold_id uuid) RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -31,6 +32,10 @@ BEGIN
            'expired'
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF EXISTS (SELECT 1 FROM holds WHERE hold_id = p_hold_id AND ga_tier_id IS NOT NULL
+                                     AND status = 'HELD' AND expires_at <= now()) THEN
+        v_n := v_n + onsale_ga_move(ARRAY[p_hold_id], 'HELD', 'RETURNED', 'expired');
+    END IF;
     WITH done AS (
         UPDATE holds SET status = 'EXPIRED', updated_at = now()
         WHERE hold_id = p_hold_id AND status = 'HELD' AND expires_at <= now()

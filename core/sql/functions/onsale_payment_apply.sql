@@ -22,6 +22,9 @@
 --   * UNKNOWN and CAPTURED answers change no seat, so they lock only the
 --     order and the operation (the tail of the lock ladder), not the account,
 --     the hold and its seats.
+--   * A GA hold sells, frees or compensates its places the same way, through
+--     onsale_ga_move (its stripes are the last locks taken).
+-- requires: onsale_ga_move, onsale_release_paid_hold
 
 CREATE OR REPLACE FUNCTION onsale_payment_apply(
     p_operation_id uuid, p_outcome text, p_provider_ref text, p_failure_code text,
@@ -110,16 +113,23 @@ BEGIN
             SET status = 'SUCCEEDED', provider_ref = coalesce(p_provider_ref, provider_ref),
                 next_action = NULL, updated_at = now()
             WHERE operation_id = p_operation_id;
-            -- The sale: the hold and every seat must still be ours, at the price.
-            SELECT count(*) FILTER (WHERE si.hold_id = v_hold.hold_id
-                                      AND si.status = 'PAYMENT_PENDING'),
-                   sum(pt.price_minor)
-            INTO v_ok, v_amount
-            FROM seat_inventory si
-            JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
-            JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
-                               AND pt.price_version = si.price_version
-            WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids);
+            -- The sale: the hold and every seat (or place) must still be ours, at the price.
+            IF v_hold.ga_tier_id IS NOT NULL THEN
+                SELECT coalesce(sum(p.quantity), 0) INTO v_ok FROM ga_hold_places p
+                WHERE p.hold_id = v_hold.hold_id AND p.status = 'HELD';
+                SELECT v_ok * t.price_minor INTO v_amount FROM ga_tiers t
+                WHERE t.event_id = v_hold.event_id AND t.tier_id = v_hold.ga_tier_id;
+            ELSE
+                SELECT count(*) FILTER (WHERE si.hold_id = v_hold.hold_id
+                                          AND si.status = 'PAYMENT_PENDING'),
+                       sum(pt.price_minor)
+                INTO v_ok, v_amount
+                FROM seat_inventory si
+                JOIN seats s ON s.event_id = si.event_id AND s.seat_id = si.seat_id
+                JOIN price_tiers pt ON pt.event_id = si.event_id AND pt.tier_id = s.tier_id
+                                   AND pt.price_version = si.price_version
+                WHERE si.event_id = v_hold.event_id AND si.seat_id = ANY (v_hold.seat_ids);
+            END IF;
             SELECT p.operation_id, p.status INTO v_void FROM payment_operations p
             WHERE p.parent_operation_id = p_operation_id AND p.kind = 'VOID';
             IF v_void.operation_id IS NULL
@@ -135,6 +145,12 @@ BEGIN
                     version = version + 1
                 WHERE event_id = v_hold.event_id AND seat_id = ANY (v_hold.seat_ids)
                   AND hold_id = v_hold.hold_id;
+                IF v_hold.ga_tier_id IS NOT NULL THEN
+                    INSERT INTO ga_order_items (order_id, event_id, tier_id, quantity, price_minor)
+                    VALUES (v_order.order_id, v_hold.event_id, v_hold.ga_tier_id, v_ok,
+                            v_amount / v_ok);
+                    PERFORM onsale_ga_move(ARRAY[v_hold.hold_id], 'HELD', 'SOLD', 'sold');
+                END IF;
                 UPDATE holds SET status = 'CONFIRMED', updated_at = now()
                 WHERE hold_id = v_hold.hold_id;
                 UPDATE orders SET status = 'CONFIRMED', payment_status = 'AUTHORIZED',
@@ -146,6 +162,7 @@ BEGIN
                                            'hold_id', v_hold.hold_id,
                                            'account_id', v_order.account_id,
                                            'seat_ids', to_jsonb(v_hold.seat_ids),
+                                           'ga', v_hold.ga,
                                            'amount_minor', v_order.amount_minor,
                                            'currency', v_order.currency));
                 v_follow_kind := 'CAPTURE';
@@ -219,6 +236,7 @@ BEGIN
             END IF;
             IF v_order.status = 'CONFIRMED' THEN
                 UPDATE order_items SET valid = false WHERE order_id = v_order.order_id;
+                UPDATE ga_order_items SET valid = false WHERE order_id = v_order.order_id;
                 PERFORM onsale_release_paid_hold(v_hold.hold_id, 'SOLD', 'compensated',
                                                  'RELEASED');
                 UPDATE orders SET status = 'CANCELLED', payment_status = 'CAPTURE_FAILED',

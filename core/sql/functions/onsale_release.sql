@@ -1,7 +1,9 @@
 -- onsale_release: release a hold by its owner. Idempotent: releasing a
 -- released or expired hold returns it unchanged; a hold in payment or sold
 -- is refused (OS409 hold_not_releasable). A hold whose deadline already
--- passed ends as EXPIRED, whoever gets to it first.
+-- passed ends as EXPIRED, whoever gets to it first. A GA hold's places go
+-- back to their stripes (onsale_ga_move).
+-- requires: onsale_ga_move
 
 CREATE OR REPLACE FUNCTION onsale_release(p_hold_id uuid, p_account_id uuid)
 RETURNS uuid LANGUAGE plpgsql AS $$
@@ -41,6 +43,8 @@ BEGIN
     SELECT p_hold_id, r.event_id, r.seat_id, r.prior_hold_id, r.prior_status, r.prior_expires_at,
            v_hold.outcome
     FROM released r;
+
+    PERFORM onsale_ga_move(ARRAY[p_hold_id], 'HELD', 'RETURNED', v_hold.outcome);
 
     -- A hold whose deadline already passed ends as EXPIRED, whether its owner
     -- or the sweeper gets to it first.

@@ -1,7 +1,9 @@
 -- onsale_release_paid_hold: release the seats of a hold in payment (or sold,
 -- for a compensation), log them in hold_releases with p_reason, and end the
 -- hold with p_hold_status (outbox hold.<status>). The caller holds the hold
--- row lock. Called by onsale_payment_apply.
+-- row lock. A GA hold's places (held while in payment, or sold) go back to
+-- their stripes. Called by onsale_payment_apply.
+-- requires: onsale_ga_move
 
 CREATE OR REPLACE FUNCTION onsale_release_paid_hold(p_hold_id uuid, p_from text, p_reason text,
                                          p_hold_status text)
@@ -29,6 +31,9 @@ BEGIN
            r.prior_expires_at, p_reason
     FROM released r;
     GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_n := v_n + onsale_ga_move(ARRAY[p_hold_id],
+                                CASE WHEN p_from = 'SOLD' THEN 'SOLD' ELSE 'HELD' END,
+                                'RETURNED', p_reason);
     UPDATE holds SET status = p_hold_status, updated_at = now() WHERE hold_id = p_hold_id;
     INSERT INTO outbox (event_id, aggregate_id, event_type, payload)
     VALUES (v_hold.event_id, p_hold_id, 'hold.' || lower(p_hold_status),

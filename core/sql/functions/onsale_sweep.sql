@@ -2,7 +2,9 @@
 -- core/sweeper.py). Only the predicate (hold_id, status HELD, deadline
 -- passed by database time) releases a seat, so a late or duplicated sweep
 -- cannot touch a newer hold or a sold seat. Rows are taken with SKIP LOCKED:
--- the sweeper never waits for a shopper.
+-- the sweeper never waits for a shopper. A GA hold gives its places back
+-- to the stripes they came from (onsale_ga_move; counted in seats_released).
+-- requires: onsale_ga_move
 
 CREATE OR REPLACE FUNCTION onsale_sweep(p_batch integer, OUT holds_expired integer, OUT seats_released integer)
 LANGUAGE plpgsql AS $$
@@ -39,6 +41,10 @@ BEGIN
            'expired'
     FROM released r;
     GET DIAGNOSTICS seats_released = ROW_COUNT;
+    seats_released := seats_released + onsale_ga_move(
+        ARRAY(SELECT h.hold_id FROM holds h
+              WHERE h.hold_id = ANY (v_due) AND h.ga_tier_id IS NOT NULL),
+        'HELD', 'RETURNED', 'expired');
 
     -- A hold is finished once none of its seats is still held under its id
     -- (a seat re-claimed lazily by a newer hold no longer carries it).

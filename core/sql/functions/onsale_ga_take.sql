@@ -1,0 +1,59 @@
+-- onsale_ga_take: take p_quantity places of a GA tier for a new hold, all or
+-- nothing. First one conditional decrement of the stripe the hold's id hashes
+-- to (one row locked: the common case on a tier with stock). When that stripe
+-- has too few, every stripe of the tier is locked in order (the sell-out
+-- check sums them), expired holds of the tier are ended, and the places are
+-- taken across stripes, starting at the hashed one. taken: [{stripe,
+-- quantity}] as taken, or NULL with remaining = what is left (all stripes).
+-- The caller writes the hold and its ga_hold_places in the same transaction.
+-- requires: onsale_ga_expire_due
+
+CREATE OR REPLACE FUNCTION onsale_ga_take(
+    p_event_id bigint, p_tier_id smallint, p_hold_id uuid, p_quantity integer,
+    p_stripes smallint, OUT taken jsonb, OUT remaining integer
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
+    v_need integer := p_quantity;
+    v_take integer;
+    v_row record;
+BEGIN
+    UPDATE ga_buckets b
+    SET available = b.available - p_quantity, held = b.held + p_quantity, version = b.version + 1
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
+      AND b.active AND b.available >= p_quantity;
+    IF FOUND THEN
+        taken := jsonb_build_array(jsonb_build_object('stripe', v_first, 'quantity', p_quantity));
+        RETURN;
+    END IF;
+
+    PERFORM 1 FROM ga_buckets b
+    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+    ORDER BY b.stripe FOR UPDATE;
+    SELECT coalesce(sum(b.available), 0) INTO remaining
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    IF remaining < p_quantity THEN
+        PERFORM onsale_ga_expire_due(p_event_id, p_tier_id, 100);
+        SELECT coalesce(sum(b.available), 0) INTO remaining
+        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+        IF remaining < p_quantity THEN
+            RETURN;
+        END IF;
+    END IF;
+    taken := '[]';
+    -- Active stripes from the hashed one round, then retired ones still holding stock.
+    FOR v_row IN
+        SELECT b.stripe, b.available FROM ga_buckets b
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
+        ORDER BY NOT b.active, (b.stripe - v_first + 1000) % 1000
+    LOOP
+        EXIT WHEN v_need = 0;
+        v_take := least(v_need, v_row.available);
+        UPDATE ga_buckets b
+        SET available = b.available - v_take, held = b.held + v_take, version = b.version + 1
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_row.stripe;
+        taken := taken || jsonb_build_object('stripe', v_row.stripe, 'quantity', v_take);
+        v_need := v_need - v_take;
+    END LOOP;
+    remaining := NULL;
+END $$;
