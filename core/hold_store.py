@@ -70,12 +70,16 @@ async def create_hold(
     request: HoldRequest,
 ) -> HoldOutcome:
     """Run one hold decision. Deadlocks (should one ever happen) are retried, and
-    so is losing the idempotency insert to a concurrent twin (the retry replays)."""
+    so is losing the idempotency insert to a concurrent twin (the retry replays). A GA
+    hold whose stripe had too few is run once more across every stripe: each attempt
+    must be its own transaction (``conn`` in autocommit, never inside a transaction
+    block), so the first one's row lock is gone before the second locks in order."""
     q = queries("holds")
     started = time.perf_counter()
     code = "internal_error"
+    spread = False  # a GA hold whose stripe had too few: across every stripe
     try:
-        for attempt in range(DEADLOCK_RETRIES + 1):
+        for attempt in range(DEADLOCK_RETRIES + 2):  # + the GA spread stage
             try:
                 with refusals_as_problems():
                     if isinstance(request, SeatsRequest):
@@ -86,7 +90,7 @@ async def create_hold(
                     elif isinstance(request, GARequest):
                         row = await conn.fetchrow(
                             q["hold_ga"], event_id, account_id, key, digest,
-                            request.tier_id, request.quantity,
+                            request.tier_id, request.quantity, spread,
                         )
                     else:
                         assert isinstance(request, BestAvailableRequest)
@@ -94,10 +98,13 @@ async def create_hold(
                             q["hold_best"], event_id, account_id, key, digest,
                             request.quantity, request.section, request.together,
                         )
+                if row["status_code"] == 0 and not spread:
+                    spread = True  # its stripe had too few: again, across all (GA only)
+                    continue
                 break
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 metrics.deadlock_retries.inc()
-                if attempt == DEADLOCK_RETRIES:
+                if attempt >= DEADLOCK_RETRIES:
                     raise
             except asyncpg.UniqueViolationError as exc:
                 if getattr(exc, "constraint_name", "") == "holds_account_key_idx":

@@ -212,14 +212,14 @@ CREATE TABLE ga_tiers (
     PRIMARY KEY (event_id, tier_id)
 );
 
--- One counter row per stripe. A retired stripe (active false: the tier was
--- given fewer stripes) takes no new holds; the rebalancer drains what it has
--- available, and it stays while places it held or sold point at it.
+-- One counter row per stripe. The tier's stripes 0 .. ga_tiers.stripes - 1 are
+-- active; a stripe past them is retired (the tier was given fewer): holds take
+-- from it only when the active ones are short, the rebalancer drains what it
+-- has available, and it stays while places it held or sold point at it.
 CREATE TABLE ga_buckets (
     event_id  bigint NOT NULL,
     tier_id   smallint NOT NULL,
     stripe    smallint NOT NULL CHECK (stripe >= 0),
-    active    boolean NOT NULL DEFAULT true,
     available integer NOT NULL CHECK (available >= 0),
     held      integer NOT NULL DEFAULT 0 CHECK (held >= 0),
     sold      integer NOT NULL DEFAULT 0 CHECK (sold >= 0),
@@ -1104,7 +1104,8 @@ END $$;
 -- onsale_ga_take: take p_quantity places of a GA tier for a new hold, all or
 CREATE FUNCTION onsale_ga_take(
     p_event_id bigint, p_tier_id smallint, p_hold_id uuid, p_quantity integer,
-    p_stripes smallint, OUT taken jsonb, OUT remaining integer
+    p_stripes smallint, p_spread boolean, OUT taken jsonb, OUT remaining integer,
+    OUT spread boolean
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
@@ -1112,11 +1113,16 @@ DECLARE
     v_take integer;
     v_row record;
 BEGIN
-    UPDATE ga_buckets b
-    SET available = b.available - p_quantity, held = b.held + p_quantity, version = b.version + 1
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
-      AND b.active AND b.available >= p_quantity;
-    IF FOUND THEN
+    IF NOT p_spread THEN
+        UPDATE ga_buckets b
+        SET available = b.available - p_quantity, held = b.held + p_quantity,
+            version = b.version + 1
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
+          AND b.available >= p_quantity;
+        IF NOT FOUND THEN
+            spread := true;
+            RETURN;
+        END IF;
         taken := jsonb_build_array(jsonb_build_object('stripe', v_first, 'quantity', p_quantity));
         RETURN;
     END IF;
@@ -1135,11 +1141,11 @@ BEGIN
         END IF;
     END IF;
     taken := '[]';
-    -- Active stripes from the hashed one round, then retired ones still holding stock.
+    -- Active stripes (below p_stripes) from the hashed one round, then retired ones.
     FOR v_row IN
         SELECT b.stripe, b.available FROM ga_buckets b
         WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
-        ORDER BY NOT b.active, (b.stripe - v_first + 1000) % 1000
+        ORDER BY b.stripe >= p_stripes, (b.stripe - v_first + 1000) % 1000
     LOOP
         EXIT WHEN v_need = 0;
         v_take := least(v_need, v_row.available);
@@ -1155,7 +1161,7 @@ END $$;
 -- onsale_ga_hold: hold p_quantity places of a GA tier, all or nothing, in one
 CREATE FUNCTION onsale_ga_hold(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_tier_id smallint,
-    p_quantity integer,
+    p_quantity integer, p_spread boolean,
     OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
     OUT replayed boolean
 ) LANGUAGE plpgsql AS $$
@@ -1238,9 +1244,14 @@ BEGIN
 
     v_t0 := clock_timestamp();
     SELECT * INTO v_take
-    FROM onsale_ga_take(p_event_id, p_tier_id, v_hold_id, p_quantity, v_tier.stripes);
+    FROM onsale_ga_take(p_event_id, p_tier_id, v_hold_id, p_quantity, v_tier.stripes,
+                        p_spread);
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
     replayed := false;
+    IF v_take.spread THEN
+        status_code := 0;
+        RETURN;
+    END IF;
     IF v_take.taken IS NULL THEN
         -- Under the advisory lock onsale_hold_limit found no replay: a plain 409.
         status_code := 409;
@@ -1330,19 +1341,16 @@ BEGIN
             DETAIL = '{"reason": "stripes must be from 1 to 64"}';
     END IF;
     SELECT t.stripes INTO v_old FROM ga_tiers t
-    WHERE t.event_id = p_event_id AND t.tier_id = p_tier_id FOR UPDATE;
+    WHERE t.event_id = p_event_id AND t.tier_id = p_tier_id FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'OS404', MESSAGE = 'ga_tier_not_found',
             DETAIL = jsonb_build_object('tier_id', p_tier_id)::text;
     END IF;
-    PERFORM 1 FROM ga_buckets b
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
-    ORDER BY b.stripe FOR UPDATE;
     INSERT INTO ga_buckets (event_id, tier_id, stripe, available)
     SELECT p_event_id, p_tier_id, s, 0 FROM generate_series(0, p_n - 1) AS s
+    WHERE NOT EXISTS (SELECT 1 FROM ga_buckets b WHERE b.event_id = p_event_id
+                                                  AND b.tier_id = p_tier_id AND b.stripe = s)
     ON CONFLICT (event_id, tier_id, stripe) DO NOTHING;
-    UPDATE ga_buckets b SET active = (b.stripe < p_n), version = b.version + 1
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.active <> (b.stripe < p_n);
     UPDATE ga_tiers SET stripes = p_n WHERE event_id = p_event_id AND tier_id = p_tier_id;
     RETURN v_old;
 END $$;

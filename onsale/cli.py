@@ -291,13 +291,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 2
 
 
+def _number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def parse_ga_tier_option(text: str) -> dict[str, Any]:
     """``--ga-tier NAME:PRICE_MINOR:CAPACITY[:STRIPES[:MAX_PER_HOLD]]`` as a ga_tiers
     entry (the numbers are checked by parse_event_spec, like POST /api/ops/events)."""
     parts = text.rsplit(":", 4) if text.count(":") >= 2 else []
-    while len(parts) > 3 and not parts[1].isdigit():  # a colon inside the name
+    while len(parts) > 3 and not _number(parts[1]):  # a colon inside the name
         parts[0:2] = [parts[0] + ":" + parts[1]]
-    if len(parts) < 3 or not all(p.isdigit() for p in parts[1:]):
+    if len(parts) < 3 or not all(_number(p) for p in parts[1:]):
         raise ValueError(f"--ga-tier {text!r}: expected NAME:PRICE_MINOR:CAPACITY"
                          "[:STRIPES[:MAX_PER_HOLD]]")
     tier: dict[str, Any] = {"name": parts[0], "price_minor": int(parts[1]),

@@ -22,14 +22,14 @@ CREATE TABLE ga_tiers (
     PRIMARY KEY (event_id, tier_id)
 );
 
--- One counter row per stripe. A retired stripe (active false: the tier was
--- given fewer stripes) takes no new holds; the rebalancer drains what it has
--- available, and it stays while places it held or sold point at it.
+-- One counter row per stripe. The tier's stripes 0 .. ga_tiers.stripes - 1 are
+-- active; a stripe past them is retired (the tier was given fewer): holds take
+-- from it only when the active ones are short, the rebalancer drains what it
+-- has available, and it stays while places it held or sold point at it.
 CREATE TABLE ga_buckets (
     event_id  bigint NOT NULL,
     tier_id   smallint NOT NULL,
     stripe    smallint NOT NULL CHECK (stripe >= 0),
-    active    boolean NOT NULL DEFAULT true,
     available integer NOT NULL CHECK (available >= 0),
     held      integer NOT NULL DEFAULT 0 CHECK (held >= 0),
     sold      integer NOT NULL DEFAULT 0 CHECK (sold >= 0),

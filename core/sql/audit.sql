@@ -232,6 +232,12 @@ WHERE p.hold_id IS NULL OR p.status <> 'RETURNED' OR p.quantity <> r.quantity
                                            WHEN 'compensated' THEN 'CONFIRMED'
                                            ELSE 'HELD' END
    OR (r.reason = 'expired' AND r.prior_expires_at > r.released_at)
+   OR (r.reason = 'released' AND r.prior_expires_at <= r.released_at)
+   OR (r.reason = 'payment_failed' AND EXISTS (
+           -- returned while an authorization of its order was still open
+           SELECT 1 FROM orders o JOIN payment_operations op ON op.order_id = o.order_id
+           WHERE o.hold_id = r.hold_id AND op.kind = 'AUTHORIZE'
+             AND op.status IN ('PENDING', 'UNKNOWN', 'REQUIRES_ACTION')))
    OR (r.reason = 'compensated' AND NOT EXISTS (
            SELECT 1 FROM payment_events pe JOIN orders o ON o.order_id = pe.order_id
            WHERE o.hold_id = r.hold_id AND pe.action = 'compensated'));

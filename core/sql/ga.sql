@@ -1,6 +1,6 @@
 -- name: stripes
 -- A GA tier's stripes as the quota plane plans from them (an unlocked read).
-SELECT b.stripe, b.active, b.available, b.held, b.sold, t.max_per_hold
+SELECT b.stripe, b.stripe < t.stripes AS active, b.available, b.held, b.sold, t.max_per_hold
 FROM ga_buckets b JOIN ga_tiers t ON t.event_id = b.event_id AND t.tier_id = b.tier_id
 WHERE b.event_id = $1 AND b.tier_id = $2
 ORDER BY b.stripe;
@@ -19,7 +19,7 @@ FROM ga_tiers t JOIN events e ON e.event_id = t.event_id
 WHERE e.starts_at > now()
   AND (t.stripes > 1 OR EXISTS (SELECT 1 FROM ga_buckets b
                                 WHERE b.event_id = t.event_id AND b.tier_id = t.tier_id
-                                  AND NOT b.active AND b.available > 0))
+                                  AND b.stripe >= t.stripes AND b.available > 0))
 ORDER BY t.event_id, t.tier_id;
 
 -- name: tier_report
@@ -27,7 +27,7 @@ ORDER BY t.event_id, t.tier_id;
 -- last rebalances.
 SELECT t.tier_id, t.name, t.capacity, t.stripes, t.max_per_hold, t.max_per_account,
        t.price_minor,
-       (SELECT jsonb_agg(jsonb_build_object('stripe', b.stripe, 'active', b.active,
+       (SELECT jsonb_agg(jsonb_build_object('stripe', b.stripe, 'active', b.stripe < t.stripes,
                                             'available', b.available, 'held', b.held,
                                             'sold', b.sold, 'version', b.version)
                          ORDER BY b.stripe)

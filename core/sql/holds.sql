@@ -5,7 +5,7 @@ SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold($1, $2, $3, $4
 SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold_best($1, $2, $3, $4, $5, $6, $7);
 
 -- name: hold_ga
-SELECT status_code, body, lock_wait_ms, replayed FROM onsale_ga_hold($1, $2, $3, $4, $5, $6);
+SELECT status_code, body, lock_wait_ms, replayed FROM onsale_ga_hold($1, $2, $3, $4, $5, $6, $7);
 
 -- name: get_hold
 SELECT hold_id, event_id, status, seats, ga, amount_minor, currency, expires_at, created_at,

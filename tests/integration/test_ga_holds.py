@@ -32,7 +32,7 @@ async def take(c: httpx.AsyncClient, event_id: int, quantity: int, tier_id: int 
 
 
 async def stripes(conn: Any, event_id: int, tier_id: int = 1) -> list[dict[str, Any]]:
-    rows = await conn.fetch("SELECT stripe, active, available, held, sold FROM ga_buckets "
+    rows = await conn.fetch("SELECT stripe, available, held, sold FROM ga_buckets "
                             "WHERE event_id = $1 AND tier_id = $2 ORDER BY stripe",
                             event_id, tier_id)
     return [dict(r) for r in rows]

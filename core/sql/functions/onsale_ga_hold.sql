@@ -6,12 +6,14 @@
 -- refusals raise (OS4xx). A tier that looks short in committed state, with
 -- no expired hold to give places back, is refused before any lock (after
 -- the replay check); otherwise the account's advisory lock and limits come
--- first (onsale_hold_limit), then the stripes (onsale_ga_take).
+-- first (onsale_hold_limit), then the stripes (onsale_ga_take; p_spread: see
+-- there). status_code 0: nothing written, run the statement again with
+-- p_spread true.
 -- requires: onsale_ga_take, onsale_ga_short, onsale_hold_limit
 
 CREATE OR REPLACE FUNCTION onsale_ga_hold(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_tier_id smallint,
-    p_quantity integer,
+    p_quantity integer, p_spread boolean,
     OUT status_code integer, OUT body jsonb, OUT lock_wait_ms double precision,
     OUT replayed boolean
 ) LANGUAGE plpgsql AS $$
@@ -94,9 +96,14 @@ BEGIN
 
     v_t0 := clock_timestamp();
     SELECT * INTO v_take
-    FROM onsale_ga_take(p_event_id, p_tier_id, v_hold_id, p_quantity, v_tier.stripes);
+    FROM onsale_ga_take(p_event_id, p_tier_id, v_hold_id, p_quantity, v_tier.stripes,
+                        p_spread);
     lock_wait_ms := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
     replayed := false;
+    IF v_take.spread THEN
+        status_code := 0;
+        RETURN;
+    END IF;
     IF v_take.taken IS NULL THEN
         -- Under the advisory lock onsale_hold_limit found no replay: a plain 409.
         status_code := 409;

@@ -1,16 +1,23 @@
 -- onsale_ga_take: take p_quantity places of a GA tier for a new hold, all or
 -- nothing. First one conditional decrement of the stripe the hold's id hashes
 -- to (one row locked: the common case on a tier with stock). When that stripe
--- has too few, every stripe of the tier is locked in order (the sell-out
--- check sums them), expired holds of the tier are ended, and the places are
--- taken across stripes, starting at the hashed one. taken: [{stripe,
--- quantity}] as taken, or NULL with remaining = what is left (all stripes).
--- The caller writes the hold and its ga_hold_places in the same transaction.
+-- has too few, it answers spread = true having written nothing, and the caller
+-- ends the transaction and runs it again with p_spread: a decrement that failed
+-- after waiting for the row may keep it locked, and the spread stage must take
+-- its locks in order, holding none before (or two shoppers falling through at
+-- once could deadlock). A row, not an error: a hot tier running dry would
+-- fill the server log with errors. With
+-- p_spread every stripe of the tier is locked in order (the sell-out check
+-- sums them), expired holds of the tier are ended, and the places are taken
+-- across stripes, starting at the hashed one. taken: [{stripe, quantity}] as
+-- taken, or NULL with remaining = what is left (all stripes). The caller writes
+-- the hold and its ga_hold_places in the same transaction.
 -- requires: onsale_ga_expire_due
 
 CREATE OR REPLACE FUNCTION onsale_ga_take(
     p_event_id bigint, p_tier_id smallint, p_hold_id uuid, p_quantity integer,
-    p_stripes smallint, OUT taken jsonb, OUT remaining integer
+    p_stripes smallint, p_spread boolean, OUT taken jsonb, OUT remaining integer,
+    OUT spread boolean
 ) LANGUAGE plpgsql AS $$
 DECLARE
     v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
@@ -18,11 +25,16 @@ DECLARE
     v_take integer;
     v_row record;
 BEGIN
-    UPDATE ga_buckets b
-    SET available = b.available - p_quantity, held = b.held + p_quantity, version = b.version + 1
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
-      AND b.active AND b.available >= p_quantity;
-    IF FOUND THEN
+    IF NOT p_spread THEN
+        UPDATE ga_buckets b
+        SET available = b.available - p_quantity, held = b.held + p_quantity,
+            version = b.version + 1
+        WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_first
+          AND b.available >= p_quantity;
+        IF NOT FOUND THEN
+            spread := true;
+            RETURN;
+        END IF;
         taken := jsonb_build_array(jsonb_build_object('stripe', v_first, 'quantity', p_quantity));
         RETURN;
     END IF;
@@ -41,11 +53,11 @@ BEGIN
         END IF;
     END IF;
     taken := '[]';
-    -- Active stripes from the hashed one round, then retired ones still holding stock.
+    -- Active stripes (below p_stripes) from the hashed one round, then retired ones.
     FOR v_row IN
         SELECT b.stripe, b.available FROM ga_buckets b
         WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
-        ORDER BY NOT b.active, (b.stripe - v_first + 1000) % 1000
+        ORDER BY b.stripe >= p_stripes, (b.stripe - v_first + 1000) % 1000
     LOOP
         EXIT WHEN v_need = 0;
         v_take := least(v_need, v_row.available);
