@@ -1,0 +1,298 @@
+"""General-admission holds on one hot tier, with 1 stripe versus 8 and 20, beside the
+same-run pgbench ceiling of the GA hold function, then the sell-out of a 5,000-place tier.
+
+    .venv/bin/python bench/ga.py --duration 15          # starts its own onsale dev
+    .venv/bin/python bench/ga.py --url http://127.0.0.1:8000 --data-dir .onsale
+    .venv/bin/python bench/ga.py --smoke                # a few seconds, small
+
+Without ``--url`` it starts ``onsale dev`` in a throwaway data directory with the
+per-address throttles raised (as bench/holds.py). For each stripe count it creates an
+event whose one GA tier is large enough never to sell out during the run, and fires
+hold attempts of 1-6 places at it from ``--concurrency`` connections (every attempt on
+the one hot tier: the worst case for a counter). It prints attempts/s, outcomes,
+p50/p95/p99, CPU per attempt by process and, unless ``--no-pgbench``, the same GA hold
+function (``onsale_ga_hold``, the spread retry included) under pgbench on the same
+database: the ceiling. Target (issue 15): at least 2,000 attempts/s over HTTP on one
+hot tier.
+
+Then the sell-out: an event with a 5,000-place tier (8 stripes) and a second, large
+tier; 80 % of the attempts go to the 5,000-place tier. It reports how long the tier
+took from the first attempt to the first ``sold_out`` with nothing left, and checks that
+exactly 5,000 places were held. Last, ``onsale audit``. Figure lines: bench/figures.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.figures import figure
+from bench.holds import (
+    TICKETS_PER_ACCOUNT,
+    Conn,
+    Load,
+    admit,
+    against_server,
+    cpu_sample,
+    cpu_text,
+    cpu_used,
+    find_stack,
+    pct,
+    run_fast,
+    server_arguments,
+    settle,
+    sign_up,
+    verdict,
+)
+from bench.stack import DevServer, database_url, refused, run_audit
+
+TARGET_ATTEMPTS = 2000.0  # GA hold attempts/s over HTTP on one hot tier (issue 15)
+STRIPES = (1, 8, 20)
+SELLOUT_PLACES = 5_000
+SELLOUT_SHARE = 0.8
+SELLOUT_TTL = 600  # no hold expires during the sell-out: every place is held once
+PRE_LOAD_SETTLE_MAX_S = 30.0
+
+
+async def create_event(c: Conn, args: argparse.Namespace, tiers: list[dict[str, object]],
+                       ttl: int) -> int:
+    body = json.dumps({"name": f"ga bench {time.strftime('%H:%M:%S')}", "seats": 1,
+                       "hold_ttl_seconds": ttl,
+                       "max_tickets_per_account": TICKETS_PER_ACCOUNT,
+                       "queue_policy": "passthrough", "ga_tiers": tiers}).encode()
+    status, _, data = await c.request("POST", "/api/ops/events", body,
+                                      {"Authorization": f"Bearer {args.admin_token}"})
+    if status != 201:
+        raise refused(status, "/api/ops/events", data)
+    return int(json.loads(data)["event_id"])
+
+
+async def setup(args: argparse.Namespace, host: str, port: int,
+                tiers: list[dict[str, object]], sessions: list[str] | None, ttl: int
+                ) -> tuple[int, list[str], list[str]]:
+    """A fresh event with these tiers and the shoppers admitted to it."""
+    c = Conn(host, port)
+    try:
+        event_id = await create_event(c, args, tiers, ttl)
+        sessions = sessions or await sign_up(c, args)
+        return event_id, sessions, await admit(c, event_id, sessions)
+    finally:
+        c.close()
+
+
+async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
+                cookies: list[str], *, hot_share: float = 1.0, stop_when_sold_out: bool = False
+                ) -> tuple[list[float], Counter[str], float, float | None]:
+    """Attempts until ``--duration`` (or, with ``stop_when_sold_out``, until tier 1
+    answers sold_out): latencies, outcomes (with ``places_1``: the places of tier 1
+    held by 201 answers), elapsed, and when tier 1 sold out."""
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    deadline = time.perf_counter() + args.duration
+    path = f"/api/events/{event_id}/holds"
+    started = time.perf_counter()
+    sold_out: list[float] = []
+
+    async def worker(i: int) -> None:
+        rng = random.Random(i)
+        c = Conn(host, port)
+        try:
+            while time.perf_counter() < deadline and not (stop_when_sold_out and sold_out):
+                tier = 1 if rng.random() < hot_share else 2
+                body = json.dumps({"ga": {"tier_id": tier,
+                                          "quantity": rng.choice((1, 2, 2, 3, 4, 6))}})
+                headers = {"Cookie": cookies[rng.randrange(len(cookies))],
+                           "Idempotency-Key": os.urandom(8).hex()}
+                t0 = time.perf_counter()
+                status, _, data = await c.request("POST", path, body.encode(), headers)
+                latencies.append(time.perf_counter() - t0)
+                if status == 201:
+                    outcomes["held"] += 1
+                    if tier == 1:
+                        outcomes["places_1"] += json.loads(data)["ga"]["quantity"]
+                    continue
+                code = json.loads(data).get("code", "") if data[:1] == b"{" else ""
+                outcomes[f"{status} {code}".strip() if status >= 500 else code or str(status)] += 1
+                if tier == 1 and code == "sold_out" and not sold_out:
+                    sold_out.append(time.perf_counter() - started)
+        finally:
+            c.close()
+
+    await asyncio.gather(*(worker(i) for i in range(args.concurrency)))
+    return latencies, outcomes, time.perf_counter() - started, (sold_out or [None])[0]
+
+
+PGBENCH_SETUP = """
+CREATE SCHEMA IF NOT EXISTS bench;
+CREATE OR REPLACE FUNCTION bench.try_ga_hold(p_event bigint, p_account uuid, p_q int)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_status integer;
+BEGIN
+    SELECT status_code INTO v_status
+    FROM onsale_ga_hold(p_event, p_account, md5(random()::text), 'd', 1::smallint, p_q, false);
+    RETURN v_status;
+END $$;
+CREATE OR REPLACE FUNCTION bench.try_ga_spread(p_event bigint, p_account uuid, p_q int)
+RETURNS integer LANGUAGE sql AS $$
+    SELECT status_code
+    FROM onsale_ga_hold(p_event, p_account, md5(random()::text), 'd', 1::smallint, p_q, true)
+$$;
+DROP TABLE IF EXISTS bench.accounts;
+CREATE TABLE bench.accounts AS
+SELECT row_number() OVER () AS n, account_id FROM accounts LIMIT 300;
+"""
+
+# A status 0 (the hashed stripe had too few) is followed by the spread stage in its own
+# transaction, as core/hold_store.py does.
+PGBENCH_SCRIPT = """\\set a random(1, {accounts})
+\\set q random(1, 6)
+SELECT bench.try_ga_hold({event}, (SELECT account_id FROM bench.accounts WHERE n = :a), :q)
+    AS status \\gset
+\\if :status = 0
+SELECT bench.try_ga_spread({event}, (SELECT account_id FROM bench.accounts WHERE n = :a), :q);
+\\endif
+"""
+
+
+def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> float:
+    """The pgbench run's GA hold attempts/s on the event's one tier."""
+    from onsale.embedded import _pg_bin
+
+    psql = str(_pg_bin() / "psql")
+    subprocess.run([psql, url, "-q", "-c", PGBENCH_SETUP], check=True)
+    accounts = int(subprocess.run([psql, url, "-At", "-c", "SELECT count(*) FROM bench.accounts"],
+                                  check=True, capture_output=True, text=True).stdout)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(PGBENCH_SCRIPT.format(accounts=accounts, event=event_id))
+    out = subprocess.run(
+        [str(_pg_bin() / "pgbench"), "-n", "-c", str(args.pgbench_clients), "-j", "2",
+         "-T", str(max(1, int(args.duration))), "-f", f.name, url],
+        check=True, capture_output=True, text=True).stdout
+    subprocess.run([psql, url, "-q", "-c", "DROP SCHEMA bench CASCADE"], check=True)
+    for line in out.splitlines():
+        if line.startswith("tps = "):
+            return float(line.split()[2])
+    return float("nan")
+
+
+def big_tier(stripes: int) -> dict[str, object]:
+    return {"name": f"Floor x{stripes}", "price_minor": 5000, "capacity": 1_000_000,
+            "stripes": stripes, "max_per_hold": 6}
+
+
+def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) -> int:
+    host, _, port_s = args.url.removeprefix("http://").rstrip("/").partition(":")
+    port = int(port_s or 80)
+    stack = find_stack(server, host, port, data_dir)
+    for note in stack.notes():
+        print(f"note: {note}")
+    url = server.database_url() if server is not None else database_url(data_dir)
+    sessions: list[str] | None = None
+    results: dict[int, tuple[Load, float | None]] = {}
+    for stripes in args.stripes:
+        event_id, sessions, cookies = asyncio.run(
+            setup(args, host, port, [big_tier(stripes)], sessions, args.hold_ttl))
+        before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
+        latencies, outcomes, elapsed, _ = run_fast(drive(args, host, port, event_id, cookies))
+        cpu = cpu_used(stack, before, cpu_sample(stack))
+        if not latencies:
+            raise SystemExit("no GA hold attempt completed")
+        outcomes.pop("places_1", None)
+        result = Load(args.concurrency, sorted(v * 1000 for v in latencies), outcomes,
+                      elapsed, cpu)
+        ceiling = run_pgbench(url, args, event_id) if args.pgbench else None
+        results[stripes] = (result, ceiling)
+        ms = result.ms
+        print(f"GA holds over HTTP: event {event_id}, one tier in {stripes} stripe(s), "
+              f"{args.concurrency} connections, {elapsed:.1f}s")
+        print(f"  attempts/s      {result.rate:,.0f}  ({result.attempts:,} attempts)")
+        print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
+        print(f"  latency ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
+              f"p99={pct(ms, 0.99):.1f} mean={statistics.fmean(ms):.1f}")
+        if cpu:
+            print(f"  CPU per attempt {cpu_text(result)}")
+        if ceiling is not None:
+            print(f"  pgbench         {ceiling:,.0f} attempts/s ({args.pgbench_clients} "
+                  f"clients, the GA hold function alone)  HTTP / pgbench "
+                  f"{result.rate / ceiling:.2f}\n")
+        figure(f"ga.attempts_per_s_{stripes}_stripes", round(result.rate, 1), "/s",
+               ceiling=round(ceiling, 1) if ceiling else None, target=TARGET_ATTEMPTS)
+        figure(f"ga.p99_{stripes}_stripes", round(pct(ms, 0.99), 2), "ms")
+        if ceiling is not None:
+            figure(f"ga.pgbench_attempts_per_s_{stripes}_stripes", round(ceiling, 1), "/s")
+        figure(f"ga.server_errors_{stripes}_stripes",
+               sum(v for k, v in outcomes.items() if k.startswith("5")), "count")
+
+    # The sell-out: 80 % of the demand on a 5,000-place tier.
+    places = args.sellout_places
+    event_id, sessions, cookies = asyncio.run(setup(args, host, port, [
+        {"name": "Floor", "price_minor": 5000, "capacity": places, "stripes": 8,
+         "max_per_hold": 6},
+        {"name": "Lawn", "price_minor": 3000, "capacity": 1_000_000, "stripes": 8,
+         "max_per_hold": 6}], sessions, SELLOUT_TTL))
+    sellout = argparse.Namespace(**{**vars(args), "duration": args.sellout_max_s})
+    latencies, outcomes, elapsed, sold_out_at = run_fast(drive(
+        sellout, host, port, event_id, cookies, hot_share=SELLOUT_SHARE,
+        stop_when_sold_out=True))
+    held = outcomes.pop("places_1", 0)  # no hold expires meanwhile (SELLOUT_TTL)
+    print(f"sell-out: {places:,} places, {SELLOUT_SHARE:.0%} of {args.concurrency} "
+          f"connections' attempts on them")
+    if sold_out_at is None:
+        print(f"  not sold out within {args.sellout_max_s:.0f} s ({held:,} held)")
+    else:
+        print(f"  sold out after {sold_out_at:.2f} s ({places / sold_out_at:,.0f} places/s); "
+              f"held {held:,} of {places:,}")
+    print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
+    figure("ga.sellout_seconds", round(sold_out_at, 3) if sold_out_at else float("nan"), "s")
+    figure("ga.sellout_places_held", held, "count", target=places)
+
+    best = max(results.values(), key=lambda r: r[0].rate)[0]
+    print(f"\nverdict (issue 15: >= {TARGET_ATTEMPTS:,.0f} GA hold attempts/s over HTTP on one "
+          "hot tier)")
+    for stripes, (result, ceiling) in results.items():
+        ratio = f", {result.rate / ceiling:.2f} of pgbench" if ceiling else ""
+        print(verdict(f"{stripes} stripe(s)", f"{result.rate:,.0f}/s",
+                      f">= {TARGET_ATTEMPTS:,.0f}", result.rate >= TARGET_ATTEMPTS) + ratio)
+    print(verdict("sell-out exact", f"{held:,}", f"= {places:,}",
+                  held == places if sold_out_at else None))
+    figure("ga.best_attempts_per_s", round(best.rate, 1), "/s", target=TARGET_ATTEMPTS)
+    violations = run_audit(url, "ga")
+    print(f"  oversells/invariant violations: {violations}")
+    return 1 if violations or (sold_out_at is not None and held != places) else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    server_arguments(p, concurrency=64, accounts=300)
+    p.add_argument("--hold-ttl", type=int, default=2,
+                   help="of the throughput events: places come back while shoppers stay "
+                        "under the ticket limit")
+    p.add_argument("--stripes", type=int, nargs="+", default=list(STRIPES))
+    p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--pgbench-clients", type=int, default=16)
+    p.add_argument("--sellout-places", type=int, default=SELLOUT_PLACES)
+    p.add_argument("--sellout-max-s", type=float, default=60.0)
+    p.add_argument("--smoke", action="store_true",
+                   help="a couple of seconds per run, a small sell-out (bench/smoke.py)")
+    args = p.parse_args()
+    if args.smoke:
+        args.duration, args.concurrency, args.accounts = 2.0, 8, 20
+        args.stripes, args.sellout_places, args.sellout_max_s = [1, 8], 300, 20.0
+    return against_server(args, measure)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
