@@ -34,7 +34,8 @@ class Metrics:
             "Age of the oldest hold past its deadline", registry=r,
         )
         self.swept_seats = Counter(
-            "onsale_sweeper_released_seats_total", "Seats (and GA places) released by the sweeper", registry=r,
+            "onsale_sweeper_released_seats_total", "Seats (and GA places) released by the sweeper",
+            registry=r,
         )
         self.sweeper_errors = Counter(
             "onsale_sweeper_errors_total", "Sweeper passes that failed", registry=r,

@@ -97,7 +97,8 @@ class Consumer:
             self.metrics.cdc_active.set(1)
             log.info("seat-map consumer %s holds the lease of slot %s", self.instance,
                      self.settings.slot)
-            await replication.ensure_publication(lease, self.settings)
+            widened = await replication.ensure_publication(lease, self.settings)
+            self._rebuild = self._rebuild or widened
             repl = await asyncio.to_thread(replication.connect, self.repl_url)
             try:
                 restored = await replication.restore(lease, self.bus, self.settings)

@@ -58,11 +58,19 @@ def start(repl: Replication, settings: SeatmapSettings) -> None:
                  "messages": "true"})
 
 
-async def ensure_publication(conn: Any, settings: SeatmapSettings) -> None:
+async def ensure_publication(conn: Any, settings: SeatmapSettings) -> str | None:
+    """Create the publication, or add the GA stripes to one made before them: then the
+    reason the seat maps must be rebuilt (theirs lack the places), else None."""
     q = queries("cdc")
     if not await conn.fetchval(q["publication_exists"], settings.publication):
         await conn.execute(q["create_publication"].format(publication=settings.publication))
         log.info("created publication %s", settings.publication)
+        return None
+    if not await conn.fetchval(q["publication_has_ga"], settings.publication):
+        await conn.execute(q["publication_add_ga"].format(publication=settings.publication))
+        log.warning("added ga_buckets to publication %s", settings.publication)
+        return "general admission added to the publication"
+    return None
 
 
 async def slot_row(conn: Any, settings: SeatmapSettings) -> Any:
@@ -137,6 +145,12 @@ async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSetti
             if seat_map is None:
                 seat_map = maps[event_id] = SeatMap(event_id, base)
             seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
+        for row in await conn.fetch(queries("cdc")["load_places"]):
+            event_id = row["event_id"]
+            seat_map = maps.get(event_id)
+            if seat_map is None:  # general admission only
+                seat_map = maps[event_id] = SeatMap(event_id, base)
+            seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
     generation = uuid.uuid4().hex
     await bus.reset_all(generation, settings.slot, maps, base)
     log.warning("rebuilt %d seat maps at %s (generation %s)", len(maps), consistent_point,

@@ -110,14 +110,17 @@ async def _from_database(sm: Seatmap, event_id: int) -> tuple[str, bytes]:
         async with sm.db.connection() as conn, conn.transaction(
                 isolation="repeatable_read", readonly=True):
             rows = await conn.fetch(q["event_inventory"], event_id)
+            places = await conn.fetch(q["event_places"], event_id)
             lsn = parse_lsn(await conn.fetchval(q["current_lsn"]))
-        if not rows:
+        if not rows and not places:
             raise Problem(404, "event_not_found")
         # The insert position after the read: no delta starts there, so a client
         # that resumes from it gets a snapshot.
         seat_map = SeatMap(event_id, lsn)
         for row in rows:
             seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
+        for row in places:
+            seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
         body = gzip.compress(encode(seat_map), compresslevel=6, mtime=0)
         sm.hub.metrics.fallback_snapshots.inc()
         ttl = sm.settings.fallback_max_age_s

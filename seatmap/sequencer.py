@@ -4,7 +4,8 @@
 to publish. Changes are grouped by transaction; at each commit every event
 the transaction touched gets one ``Entry`` (kind ``delta``) whose ``to`` is
 the commit LSN and whose ``frm`` is the event's previous version, carrying
-only seats whose visible state changed. A transaction whose commit LSN is
+only seats whose visible state changed, and the general-admission stripes
+(``ga_buckets``) whose available places changed. A transaction whose commit LSN is
 not above an event's version was applied already (a replay after a
 restart): it yields nothing for that event. Inserts for an unknown event are
 a new event (kind ``reset``: its first snapshot).
@@ -34,9 +35,10 @@ from onsale.seatmap.pgoutput import (
     format_lsn,
     parse_lsn,
 )
-from onsale.seatmap.snapshot import BLOCKED, Change, SeatMap, visible
+from onsale.seatmap.snapshot import BLOCKED, Change, PlaceChange, SeatMap, visible
 
 TABLE = ("public", "seat_inventory")
+GA_TABLE = ("public", "ga_buckets")
 HEARTBEAT_PREFIX = "onsale.seatmap"
 
 
@@ -52,6 +54,7 @@ class Entry:
     to: int
     changes: list[Change] = field(default_factory=list)
     reason: str = ""
+    places: list[PlaceChange] = field(default_factory=list)  # GA stripes, (tier, stripe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +81,17 @@ class Sequencer:
         self.commits = 0  # transactions seen (the caller resets it)
         self.last_commit_us = 0  # commit time of the last one, µs since the Unix epoch
         self._columns: dict[int, tuple[int, int, int, int]] = {}
+        self._ga_columns: dict[int, tuple[int, int, int, int]] = {}
         self._commit_lsn = 0
         self._rows: list[tuple[int, int, int, int | None, bool]] = []
+        self._places: list[tuple[int, int, int, int, bool]] = []
 
     def feed(self, msg: PgOutput) -> list[Output]:
         if isinstance(msg, (Insert, Update)):
             self._row(msg.oid, msg.new, msg.new, inserted=isinstance(msg, Insert))
         elif isinstance(msg, Begin):
             self.in_transaction, self._commit_lsn, self._rows = True, msg.final_lsn, []
+            self._places = []
         elif isinstance(msg, Commit):
             self.in_transaction = False
             self.position = max(self.position, msg.end_lsn)
@@ -99,6 +105,8 @@ class Sequencer:
         elif isinstance(msg, Truncate):
             if set(msg.oids) & set(self._columns):
                 return [Rebuild("seat_inventory was truncated")]
+            if set(msg.oids) & set(self._ga_columns):
+                return [Rebuild("ga_buckets was truncated")]
         elif isinstance(msg, Message) and not msg.transactional:
             self.position = max(self.position, msg.lsn + 1)
             if msg.prefix == HEARTBEAT_PREFIX:
@@ -106,9 +114,17 @@ class Sequencer:
         return []
 
     def _relation(self, rel: Relation) -> None:
+        names = [c.name for c in rel.columns]
+        if (rel.namespace, rel.name) == GA_TABLE:
+            try:
+                self._ga_columns[rel.oid] = (names.index("event_id"), names.index("tier_id"),
+                                             names.index("stripe"), names.index("available"))
+            except ValueError:
+                raise ValueError(f"the publication must include ga_buckets' event_id, tier_id, "
+                                 f"stripe and available; the server sent {names}") from None
+            return
         if (rel.namespace, rel.name) != TABLE:
             return
-        names = [c.name for c in rel.columns]
         try:
             self._columns[rel.oid] = (names.index("event_id"), names.index("seat_id"),
                                       names.index("status"), names.index("hold_expires_at"))
@@ -119,6 +135,11 @@ class Sequencer:
     def _row(self, oid: int, key: Any, new: Any, *, inserted: bool) -> None:
         cols = self._columns.get(oid)
         if cols is None:
+            ga = self._ga_columns.get(oid)
+            if ga is not None:
+                e, t, s, a = ga
+                available = 0 if new is None else int(new[a])  # a deleted stripe sells nothing
+                self._places.append((int(key[e]), int(key[t]), int(key[s]), available, inserted))
             return
         e, s, st, ex = cols
         event_id, seat_id = int(key[e]), int(key[s])
@@ -132,16 +153,24 @@ class Sequencer:
         by_event: dict[int, list[tuple[int, int, int | None, bool]]] = {}
         for event_id, seat_id, code, expires, inserted in self._rows:
             by_event.setdefault(event_id, []).append((seat_id, code, expires, inserted))
-        self._rows = []
+        places_by_event: dict[int, list[tuple[int, int, int, bool]]] = {}
+        for event_id, tier_id, stripe, available, inserted in self._places:
+            places_by_event.setdefault(event_id, []).append((tier_id, stripe, available, inserted))
+            by_event.setdefault(event_id, [])
+        self._rows, self._places = [], []
         out: list[Output] = []
         for event_id, rows in by_event.items():
+            places = places_by_event.get(event_id, [])
             seat_map = self.maps.get(event_id)
             if seat_map is None:
-                if not all(inserted for *_, inserted in rows):
+                if not (all(inserted for *_, inserted in rows)
+                        and all(inserted for *_, inserted in places)):
                     return [Rebuild(f"a change to event {event_id}, which is not loaded")]
                 seat_map = self.maps[event_id] = SeatMap(event_id)
                 for seat_id, code, expires, _ in rows:
                     seat_map.set(seat_id, code, expires)
+                for tier_id, stripe, available, _ in places:
+                    seat_map.set_places(tier_id, stripe, available)
                 seat_map.version = lsn
                 out.append(Entry("reset", event_id, None, lsn, reason="new"))
                 continue
@@ -156,9 +185,15 @@ class Sequencer:
                 now = seat_map.get(seat_id)
                 if now != old:
                     changes.append((seat_id, now[0], now[1]))
-            if changes:
+            moved: dict[tuple[int, int], int] = {}
+            for tier_id, stripe, available, _ in places:
+                if seat_map.set_places(tier_id, stripe, available) or (tier_id, stripe) in moved:
+                    moved[(tier_id, stripe)] = available
+            place_changes = [(t, s, a) for (t, s), a in sorted(moved.items())]
+            if changes or place_changes:
                 changes.sort()
-                out.append(Entry("delta", event_id, seat_map.version, lsn, changes))
+                out.append(Entry("delta", event_id, seat_map.version, lsn, changes,
+                                 places=place_changes))
                 seat_map.version = lsn
         return out
 
@@ -172,6 +207,7 @@ def coalesce(entries: Sequence[Entry]) -> Entry:
     if len(entries) == 1:
         return first
     merged: dict[int, Change] = {}
+    places: dict[tuple[int, int], PlaceChange] = {}
     prev: int | None = first.frm
     for entry in entries:
         if entry.kind != "delta" or entry.frm != prev:
@@ -180,7 +216,10 @@ def coalesce(entries: Sequence[Entry]) -> Entry:
         prev = entry.to
         for change in entry.changes:
             merged[change[0]] = change
-    return Entry("delta", first.event_id, first.frm, entries[-1].to, sorted(merged.values()))
+        for place in entry.places:
+            places[(place[0], place[1])] = place
+    return Entry("delta", first.event_id, first.frm, entries[-1].to, sorted(merged.values()),
+                 places=sorted(places.values()))
 
 
 def replay(seat_map: SeatMap, entries: Iterable[Entry]) -> SeatMap:
@@ -192,6 +231,7 @@ def replay(seat_map: SeatMap, entries: Iterable[Entry]) -> SeatMap:
             raise SequenceError(f"{entry.kind} {format_lsn(entry.to)} does not follow "
                                 f"{format_lsn(seat_map.version)}")
         seat_map.apply(entry.changes)
+        seat_map.apply_places(entry.places)
         seat_map.version = entry.to
     return seat_map
 
@@ -199,6 +239,10 @@ def replay(seat_map: SeatMap, entries: Iterable[Entry]) -> SeatMap:
 def _changes_json(changes: list[Change]) -> str:
     return json.dumps([[s, c] if e is None else [s, c, e] for s, c, e in changes],
                       separators=(",", ":"))
+
+
+def _places_json(places: list[PlaceChange]) -> str:
+    return json.dumps([list(p) for p in places], separators=(",", ":"))
 
 
 def stream_id(entry: Entry) -> str:
@@ -209,8 +253,11 @@ def stream_id(entry: Entry) -> str:
 def stream_fields(entry: Entry) -> dict[str, str]:
     if entry.kind == "reset":
         return {"k": "r", "t": format_lsn(entry.to), "why": entry.reason}
-    return {"k": "d", "f": format_lsn(entry.frm or 0), "t": format_lsn(entry.to),
-            "c": _changes_json(entry.changes)}
+    fields = {"k": "d", "f": format_lsn(entry.frm or 0), "t": format_lsn(entry.to),
+              "c": _changes_json(entry.changes)}
+    if entry.places:
+        fields["g"] = _places_json(entry.places)
+    return fields
 
 
 def parse_stream_entry(event_id: int, fields: Mapping[bytes, bytes]) -> Entry:
@@ -220,13 +267,17 @@ def parse_stream_entry(event_id: int, fields: Mapping[bytes, bytes]) -> Entry:
     changes: list[Change] = [
         (int(c[0]), int(c[1]), int(c[2]) if len(c) > 2 else None)
         for c in json.loads(fields[b"c"])]
-    return Entry("delta", event_id, parse_lsn(fields[b"f"].decode()), to, changes)
+    places: list[PlaceChange] = [(int(p[0]), int(p[1]), int(p[2]))
+                                 for p in json.loads(fields.get(b"g", b"[]"))]
+    return Entry("delta", event_id, parse_lsn(fields[b"f"].decode()), to, changes,
+                 places=places)
 
 
 def delta_frame(entry: Entry) -> bytes:
     """The WebSocket text frame of a (coalesced) delta, serialized once for every client."""
+    ga = f',"ga":{_places_json(entry.places)}' if entry.places else ""
     return (f'{{"type":"delta","event_id":{entry.event_id},"from":"{format_lsn(entry.frm or 0)}",'
-            f'"to":"{format_lsn(entry.to)}","changes":{_changes_json(entry.changes)}}}').encode()
+            f'"to":"{format_lsn(entry.to)}","changes":{_changes_json(entry.changes)}{ga}}}').encode()
 
 
 def control_frame(kind: str, **fields: Any) -> bytes:

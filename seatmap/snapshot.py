@@ -10,8 +10,10 @@ a small JSON document (docs/seatmap-protocol.md):
 ``status`` is one character per seat; ``held`` lists the HELD seats in seat
 order as pairs (seat id, expiry), each number the difference from the
 previous pair's (the first pair is absolute): expiries are Unix seconds,
-rounded up, so a client may show a lapsed hold as available. The document
-is stored and served gzip-compressed.
+rounded up, so a client may show a lapsed hold as available. ``ga`` lists the
+available places of each general-admission stripe as ``[tier_id, stripe,
+available]`` (a tier's places left are the sum over its stripes; absent: no
+GA tiers). The document is stored and served gzip-compressed.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ _ABSENT = _DIGIT + BLOCKED  # a gap in the seat ids reads as not for sale
 
 # One seat's visible state: (seat_id, status code, expiry in Unix seconds or None).
 Change = tuple[int, int, int | None]
+# One GA stripe's available places: (tier_id, stripe, available).
+PlaceChange = tuple[int, int, int]
 
 
 class SnapshotError(ValueError):
@@ -63,6 +67,7 @@ class SeatMap:
     version: int = 0
     status: bytearray = field(default_factory=bytearray)
     expires: dict[int, int] = field(default_factory=dict)
+    places: dict[tuple[int, int], int] = field(default_factory=dict)  # (tier, stripe) -> available
 
     @property
     def seat_count(self) -> int:
@@ -94,8 +99,27 @@ class SeatMap:
         for seat_id, code, expires in changes:
             self.set(seat_id, code, expires)
 
+    def set_places(self, tier_id: int, stripe: int, available: int) -> bool:
+        """One GA stripe's available places; False when unchanged."""
+        if self.places.get((tier_id, stripe)) == available:
+            return False
+        self.places[(tier_id, stripe)] = available
+        return True
+
+    def apply_places(self, changes: list[PlaceChange]) -> None:
+        for tier_id, stripe, available in changes:
+            self.set_places(tier_id, stripe, available)
+
+    def places_left(self) -> dict[int, int]:
+        """Each GA tier's places left: the sum over its stripes."""
+        left: dict[int, int] = {}
+        for (tier_id, _), available in self.places.items():
+            left[tier_id] = left.get(tier_id, 0) + available
+        return left
+
     def copy(self) -> SeatMap:
-        return SeatMap(self.event_id, self.version, bytearray(self.status), dict(self.expires))
+        return SeatMap(self.event_id, self.version, bytearray(self.status), dict(self.expires),
+                       dict(self.places))
 
     def document(self) -> dict[str, Any]:
         held: list[int] = []
@@ -104,9 +128,12 @@ class SeatMap:
             exp = self.expires[seat_id]
             held += (seat_id - prev_seat, exp - prev_exp)
             prev_seat, prev_exp = seat_id, exp
-        return {"type": "snapshot", "event_id": self.event_id, "version": format_lsn(self.version),
-                "seat_count": len(self.status), "status": self.status.decode("ascii"),
-                "held": held}
+        doc: dict[str, Any] = {
+            "type": "snapshot", "event_id": self.event_id, "version": format_lsn(self.version),
+            "seat_count": len(self.status), "status": self.status.decode("ascii"), "held": held}
+        if self.places:
+            doc["ga"] = [[t, s, a] for (t, s), a in sorted(self.places.items())]
+        return doc
 
 
 def encode(seat_map: SeatMap) -> bytes:
@@ -139,4 +166,9 @@ def decode(body: bytes) -> SeatMap:
         if seat_map.get(seat)[0] != HELD:
             raise SnapshotError(f"seat {seat} has an expiry but is not HELD")
         seat_map.expires[seat] = exp
+    try:
+        for tier_id, stripe, available in doc.get("ga", []):
+            seat_map.places[(int(tier_id), int(stripe))] = int(available)
+    except (ValueError, TypeError) as exc:
+        raise SnapshotError(f"ga must be a list of [tier, stripe, available]: {exc}") from None
     return seat_map

@@ -73,10 +73,24 @@ async def drop_slot(db_url: str, slot: str, within: float = 30) -> None:
         await conn.close()
 
 
-async def create_event(conn: Any, seats: int, name: str = "seat map night") -> int:
-    """An event with seats 1..n, all AVAILABLE, in one transaction (as core creates them)."""
+async def create_event(conn: Any, seats: int, name: str = "seat map night",
+                       ga: tuple[tuple[int, int], ...] = ()) -> int:
+    """An event with seats 1..n, all AVAILABLE, and GA tiers 1, 2, … of (capacity,
+    stripes), the capacity split over the stripes, in one transaction (as core creates
+    them)."""
+    from onsale.core.event_store import split
+
     async with conn.transaction():
         event_id: int = await conn.fetchval(EVENT_SQL, name, seats)
+        for tier_id, (capacity, stripes) in enumerate(ga, start=1):
+            await conn.execute(
+                "INSERT INTO ga_tiers (event_id, tier_id, name, price_minor, capacity, "
+                "max_per_hold, stripes) VALUES ($1, $2, $3, 100, $4, 6, $5)",
+                event_id, tier_id, f"GA {tier_id}", capacity, stripes)
+            await conn.execute(
+                "INSERT INTO ga_buckets (event_id, tier_id, stripe, available) "
+                "SELECT $1, $2, s, a FROM unnest($3::smallint[], $4::integer[]) AS x(s, a)",
+                event_id, tier_id, list(range(stripes)), split(capacity, stripes))
         await conn.copy_records_to_table(
             "seats", columns=["event_id", "seat_id", "section", "row_label", "number", "x", "y",
                               "tier_id", "rank"],
@@ -92,11 +106,15 @@ async def db_map(conn: Any, event_id: int) -> SeatMap:
     for row in await conn.fetch("SELECT seat_id, status, hold_expires_at FROM seat_inventory "
                                 "WHERE event_id = $1 ORDER BY seat_id", event_id):
         seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
+    for row in await conn.fetch("SELECT tier_id, stripe, available FROM ga_buckets "
+                                "WHERE event_id = $1", event_id):
+        seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
     return seat_map
 
 
 def same_seats(a: SeatMap, b: SeatMap) -> bool:
-    return (a.status, a.expires) == (b.status, b.expires)
+    """The same seats and the same GA places."""
+    return (a.status, a.expires, a.places) == (b.status, b.expires, b.places)
 
 
 _WHERE = "WHERE event_id = $1 AND seat_id = ANY($2::int[])"
@@ -264,6 +282,8 @@ class Viewer:
                 return
             for change in msg["changes"]:
                 self.state.set(change[0], change[1], change[2] if len(change) > 2 else None)
+            for tier_id, stripe, available in msg.get("ga", []):
+                self.state.set_places(tier_id, stripe, available)
             self.version = msg["to"]
             self.frames.append((msg["from"], msg["to"], self.state.copy()))
         elif msg["type"] == "reload":
