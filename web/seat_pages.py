@@ -105,7 +105,7 @@ async def seat_map_page(request: Request) -> Response:
     if event is None:
         return await problem_page(request, 404, "event_not_found", title="Event not found")
     page = {"event": event, "queue_url": f"/events/{event_id}/queue"}
-    return await render(request, "seats/map.html", event=event, page=page)
+    return await render(request, "seats/map.html", event=event, page=page, money=money)
 
 
 def test_mode(settings: Settings) -> bool:

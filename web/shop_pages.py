@@ -94,6 +94,8 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
         "pow_difficulty": queue["pow_difficulty"],
         "tiers": [{"name": t["name"], "price": money(t["price_minor"], doc["currency"])}
                   for t in doc["price_tiers"]],
+        "ga": [{**t, "price": money(t["price_minor"], doc["currency"])}
+               for t in doc.get("ga_tiers", [])],
     }
 
 

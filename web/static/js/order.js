@@ -37,9 +37,14 @@ function show(order) {
 
   $("tickets").replaceChildren(...order.tickets.map(ticket => {
     const li = document.createElement("li");
-    li.dataset.seatId = ticket.seat_id;
     const code = document.createElement("code");
     code.textContent = ticket.code;
+    if (ticket.place) {  // a general-admission place
+      li.dataset.place = ticket.place;
+      li.append(`${order.ga ? order.ga.name : "General admission"}, place ${ticket.place}: `, code);
+      return li;
+    }
+    li.dataset.seatId = ticket.seat_id;
     li.append(`${PAGE.labels[String(ticket.seat_id)] || `Seat ${ticket.seat_id}`}: `, code);
     return li;
   }));

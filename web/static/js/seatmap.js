@@ -1,14 +1,16 @@
 // The seat map page (/events/{id}/seats): draws every seat, keeps it live,
 // lets the shopper pick up to max_seats_per_hold seats (on the canvas or with
 // the keyboard picker, or "best available") and holds them, then goes to
-// checkout. Pieces: seatmap_codec.js (status), seatmap_layout.js (venue),
+// checkout. Places of general-admission tiers are held by quantity, with each
+// tier's "N left" kept live from the same feed (an event may have no seats at all).
+// Pieces: seatmap_codec.js (status), seatmap_layout.js (venue),
 // seatmap_draw.js (canvas), seatmap_live.js (snapshot + WebSocket).
 //
 // For tests and keyboard users: window.onsaleSeatmap = {status(seatId), liveStatus(seatId), version,
-// select(seatId), selected(), drawn, seatCount, live}.
+// select(seatId), selected(), drawn, seatCount, live, placesLeft(tierId)}.
 
 import { api, flash, newKey, sentence } from "./api.js";
-import { nextExpiry, statusOf } from "./seatmap_codec.js";
+import { nextExpiry, placesLeft, statusOf } from "./seatmap_codec.js";
 import { attachControls, SeatCanvas } from "./seatmap_draw.js";
 import { layoutFrom, money, seatInfo, seatLabel, seatNear } from "./seatmap_layout.js";
 import { SeatmapFeed } from "./seatmap_live.js";
@@ -16,6 +18,8 @@ import { SeatmapFeed } from "./seatmap_live.js";
 const PAGE = JSON.parse(document.getElementById("seat-page-data").textContent);
 const EVENT = PAGE.event;
 const MAX_SEATS = EVENT.max_seats_per_hold;
+const GA_TIERS = EVENT.ga_tiers || [];
+const GA_CHOICE = `onsale.ga.${EVENT.event_id}`;  // quantities picked on the event page
 const TIER_COLOURS = ["#1f6feb", "#d97706", "#059669", "#9333ea", "#db2777",
                       "#0891b2", "#65a30d", "#b45309", "#4f46e5", "#be123c"];
 // Taken seats in greys, darker the more final: held, in payment, sold.
@@ -184,6 +188,12 @@ async function requestHold(body, describeEmpty) {
 
 function holdFailed(error, describeEmpty) {
   if (error.status === 401 || error.status === 403) { showGate(error); return; }
+  if (error.code === "sold_out" || error.code === "insufficient_quantity") {
+    const n = error.problem.available;
+    flash(n ? `${error.sentence} ${n} left.` : error.sentence);
+    if (feed) feed.resync();
+    return;
+  }
   if (error.code === "seats_unavailable") {
     const ids = error.problem.unavailable_seat_ids || [];
     if (!ids.length) { flash(describeEmpty()); return; }
@@ -200,8 +210,44 @@ function holdFailed(error, describeEmpty) {
 }
 
 function setBusy(busy) {
-  $("hold-button").disabled = busy || selection.size === 0;
-  $("best-button").disabled = busy;
+  if ($("hold-button")) $("hold-button").disabled = busy || selection.size === 0;
+  if ($("best-button")) $("best-button").disabled = busy;
+  for (const tier of GA_TIERS) $(`ga-hold-${tier.tier_id}`).disabled = busy || left(tier.tier_id) === 0;
+}
+
+// ---- general admission: places by quantity ----------------------------------
+
+// Places left in a tier: the live feed's sum over its stripes, else the page's figure.
+function left(tierId) {
+  const live = placesLeft(state);
+  if (live.has(tierId)) return live.get(tierId);
+  const tier = GA_TIERS.find(t => t.tier_id === tierId);
+  return tier ? tier.available : 0;
+}
+
+function showPlaces() {
+  for (const tier of GA_TIERS) {
+    const n = left(tier.tier_id);
+    $(`ga-left-${tier.tier_id}`).textContent = n.toLocaleString("en");
+    if (!holding) $(`ga-hold-${tier.tier_id}`).disabled = n === 0;
+  }
+}
+
+function holdPlaces(event, tier) {
+  event.preventDefault();
+  const quantity = Number($(`ga-quantity-${tier.tier_id}`).value);
+  requestHold({ ga: { tier_id: tier.tier_id, quantity } }, () => sentence("insufficient_quantity"));
+}
+
+function gaControls() {
+  let picked = {};
+  try { picked = JSON.parse(sessionStorage.getItem(GA_CHOICE) || "{}"); } catch (_) { picked = {}; }
+  for (const tier of GA_TIERS) {
+    const choose = $(`ga-quantity-${tier.tier_id}`);
+    if (picked[tier.tier_id]) choose.value = String(picked[tier.tier_id]);
+    $(`ga-form-${tier.tier_id}`).addEventListener("submit", event => holdPlaces(event, tier));
+  }
+  showPlaces();
 }
 
 function holdSelection() {
@@ -224,6 +270,7 @@ function onState(newState, changed) {
   state = newState;
   if (changed) changed.forEach(id => takenNow.delete(id));
   else takenNow.clear();
+  showPlaces();
   if (!layout) return;
   dropTakenSeats();
   fillRows();
@@ -270,8 +317,20 @@ function legend() {
 }
 
 async function start() {
-  legend();
   feed = new SeatmapFeed(EVENT.event_id, { onState, onLive, onRefused: showGate });
+  gaControls();
+  if (!EVENT.seat_count) {  // general admission only: no map to draw
+    try {
+      await feed.loadSnapshot();
+    } catch (error) {
+      if (error.status === 401 || error.status === 403) { $("seat-layout").hidden = true; showGate(error); }
+      else flash(error.sentence);
+      return;
+    }
+    feed.connect();
+    return;
+  }
+  legend();
   let venue;
   try {
     [venue] = await Promise.all([api(`/api/events/${EVENT.event_id}/venue`), feed.loadSnapshot()]);
@@ -331,6 +390,7 @@ window.onsaleSeatmap = {
   get drawn() { return view ? view.drawn : 0; },
   get seatCount() { return layout ? layout.n : 0; },
   get live() { return feed ? feed.mode : "connecting"; },
+  placesLeft: tierId => left(Number(tierId)),
 };
 
 start();

@@ -10,9 +10,10 @@ export const STATUSES = ["available", "held", "pending", "sold", "blocked"];
 const HELD = 1;
 const BLOCKED = 4;
 
-// A snapshot message or HTTP body -> {eventId, version, seatCount, codes, expiry}.
+// A snapshot message or HTTP body -> {eventId, version, seatCount, codes, expiry, places}.
 // codes[seatId] is the status digit (index 0 is unused); expiry maps each HELD
-// seat to the Unix second from which it shows available again.
+// seat to the Unix second from which it shows available again; places maps each
+// general-admission stripe ("tier:stripe") to its available places.
 export function fromSnapshot(snapshot) {
   if (!snapshot || snapshot.type !== "snapshot" || typeof snapshot.status !== "string") {
     throw new Error("not a seat-map snapshot");
@@ -24,8 +25,21 @@ export function fromSnapshot(snapshot) {
     const code = snapshot.status.charCodeAt(i) - 48;
     codes[i + 1] = code >= 0 && code <= BLOCKED ? code : BLOCKED;
   }
+  const places = new Map();
+  for (const [tier, stripe, available] of snapshot.ga || []) places.set(`${tier}:${stripe}`, available);
   return { eventId: snapshot.event_id, version: snapshot.version, seatCount, codes,
-           expiry: decodeHeld(snapshot.held || []) };
+           expiry: decodeHeld(snapshot.held || []), places };
+}
+
+// Each general-admission tier's places left: tier id -> the sum over its stripes.
+export function placesLeft(state) {
+  const left = new Map();
+  if (!state || !state.places) return left;
+  for (const [key, available] of state.places) {
+    const tier = Number(key.split(":")[0]);
+    left.set(tier, (left.get(tier) || 0) + available);
+  }
+  return left;
 }
 
 // The snapshot's `held` list: (seat id, expiry) pairs, each number the
@@ -52,6 +66,10 @@ export function applyDelta(state, delta) {
     if (code === HELD) state.expiry.set(seatId, at);
     else state.expiry.delete(seatId);
     changed.push(seatId);
+  }
+  for (const [tier, stripe, available] of delta.ga || []) {
+    if (!state.places) state.places = new Map();
+    state.places.set(`${tier}:${stripe}`, available);
   }
   state.version = delta.to;
   return { applied: true, changed };
