@@ -51,6 +51,7 @@ from bench.holds import (
     cpu_used,
     find_stack,
     pct,
+    profiled,
     run_fast,
     server_arguments,
     settle,
@@ -211,7 +212,9 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
         event_id, sessions, cookies = asyncio.run(
             setup(args, host, port, [big_tier(stripes)], sessions, args.hold_ttl))
         before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
-        latencies, outcomes, elapsed, _ = run_fast(drive(args, host, port, event_id, cookies))
+        with profiled(stack, f"ga-{stripes}"):  # ONSALE_BENCH_PROFILE=<dir>: py-spy
+            latencies, outcomes, elapsed, _ = run_fast(drive(args, host, port, event_id,
+                                                             cookies))
         cpu = cpu_used(stack, before, cpu_sample(stack))
         if not latencies:
             raise SystemExit("no GA hold attempt completed")

@@ -92,7 +92,12 @@ async def rebalance_all(conn: Any, metrics: Metrics) -> int:
     """One pass over every GA tier of an event not yet started."""
     moved = 0
     for row in await conn.fetch(queries("ga")["tiers_to_watch"]):
-        moved += await rebalance_tier(conn, metrics, row["event_id"], row["tier_id"])
+        try:
+            moved += await rebalance_tier(conn, metrics, row["event_id"], row["tier_id"])
+        except asyncpg.PostgresError as exc:  # one tier's failure does not skip the others
+            metrics.ga_rebalance_errors.inc()
+            log.warning("rebalancing event %s tier %s failed: %s", row["event_id"],
+                        row["tier_id"], exc)
     return moved
 
 

@@ -121,7 +121,8 @@ async def create_hold(
         replayed = bool(row["replayed"])
         if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
             metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
-        if row["status_code"] >= 400:  # an answer, not an error: nothing was written
+        if row["status_code"] >= 400:  # an answer, not an error: no hold was written
+            # (a GA spread stage may have ended expired holds of the tier on the way)
             extra = dict(body)
             raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
         code = "replayed" if replayed else "created"

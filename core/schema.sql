@@ -423,6 +423,7 @@ CREATE INDEX holds_ga_due_idx ON holds (event_id, ga_tier_id, expires_at)
     WHERE status = 'HELD' AND ga_tier_id IS NOT NULL;
 CREATE INDEX ga_hold_places_bucket_idx ON ga_hold_places (event_id, tier_id, stripe)
     WHERE status <> 'RETURNED';
+CREATE UNIQUE INDEX ga_releases_once ON ga_releases (hold_id, stripe);
 
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
 
@@ -1108,10 +1109,12 @@ CREATE FUNCTION onsale_ga_take(
     OUT spread boolean
 ) LANGUAGE plpgsql AS $$
 DECLARE
-    v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
+    v_first smallint := ((hashtextextended(p_hold_id::text, p_tier_id) & 9223372036854775807)
+                         % p_stripes)::smallint;
     v_need integer := p_quantity;
     v_take integer;
     v_row record;
+    v_locked smallint[];
 BEGIN
     IF NOT p_spread THEN
         UPDATE ga_buckets b
@@ -1127,15 +1130,20 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM 1 FROM ga_buckets b
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
-    ORDER BY b.stripe FOR UPDATE;
+    -- Only the stripes locked here are counted and taken from: one added meanwhile
+    -- (the tier given more stripes) is not ours to take from in this transaction.
+    SELECT array_agg(l.stripe ORDER BY l.stripe) INTO v_locked
+    FROM (SELECT b.stripe FROM ga_buckets b
+          WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+          ORDER BY b.stripe FOR UPDATE) AS l;
     SELECT coalesce(sum(b.available), 0) INTO remaining
-    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+                        AND b.stripe = ANY (v_locked);
     IF remaining < p_quantity THEN
         PERFORM onsale_ga_expire_due(p_event_id, p_tier_id, 100);
         SELECT coalesce(sum(b.available), 0) INTO remaining
-        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+                            AND b.stripe = ANY (v_locked);
         IF remaining < p_quantity THEN
             RETURN;
         END IF;
@@ -1145,6 +1153,7 @@ BEGIN
     FOR v_row IN
         SELECT b.stripe, b.available FROM ga_buckets b
         WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
+          AND b.stripe = ANY (v_locked)
         ORDER BY b.stripe >= p_stripes, (b.stripe - v_first + 1000) % 1000
     LOOP
         EXIT WHEN v_need = 0;
@@ -1155,6 +1164,9 @@ BEGIN
         taken := taken || jsonb_build_object('stripe', v_row.stripe, 'quantity', v_take);
         v_need := v_need - v_take;
     END LOOP;
+    IF v_need > 0 THEN  -- cannot happen with every counted stripe locked: a guard
+        RAISE EXCEPTION 'ga take guard: % of % places taken', p_quantity - v_need, p_quantity;
+    END IF;
     remaining := NULL;
 END $$;
 
@@ -1294,19 +1306,21 @@ CREATE FUNCTION onsale_ga_rebalance(
     p_reason text, p_lock_timeout_ms integer
 ) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
+    v_timeout text := current_setting('lock_timeout');
     v_before jsonb;
     v_after jsonb;
     v_moved integer;
 BEGIN
     IF cardinality(p_stripes) <> cardinality(p_deltas)
-       OR (SELECT coalesce(sum(d), 0) FROM unnest(p_deltas) AS d) <> 0 THEN
-        RAISE EXCEPTION 'onsale_ga_rebalance: deltas must pair with stripes and sum to zero';
+       OR (SELECT coalesce(sum(d), 0) FROM unnest(p_deltas) AS d) <> 0
+       OR (SELECT count(DISTINCT s) FROM unnest(p_stripes) AS s) <> cardinality(p_stripes) THEN
+        RAISE EXCEPTION 'onsale_ga_rebalance: deltas must pair with distinct stripes and sum to zero';
     END IF;
     PERFORM set_config('lock_timeout', p_lock_timeout_ms || 'ms', true);
     PERFORM 1 FROM ga_buckets b
     WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
     ORDER BY b.stripe FOR UPDATE;
-    PERFORM set_config('lock_timeout', '0', true);
+    PERFORM set_config('lock_timeout', v_timeout, true);
     IF EXISTS (SELECT 1 FROM unnest(p_stripes, p_deltas) AS d(stripe, delta)
                LEFT JOIN ga_buckets b ON b.event_id = p_event_id AND b.tier_id = p_tier_id
                                      AND b.stripe = d.stripe

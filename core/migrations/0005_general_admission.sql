@@ -4,7 +4,7 @@
 -- place is in exactly one of a stripe's counts: available, held (a live hold
 -- or one in payment) or sold; over a tier's stripes they always add up to its
 -- capacity. The steps are functions: onsale_ga_hold, onsale_ga_take,
--- onsale_ga_return, onsale_ga_sell, onsale_ga_rebalance, onsale_ga_set_stripes.
+-- onsale_ga_move, onsale_ga_expire_due, onsale_ga_rebalance, onsale_ga_set_stripes.
 
 -- An event may be general admission only.
 ALTER TABLE events DROP CONSTRAINT events_seat_count_check;
@@ -81,6 +81,8 @@ CREATE TABLE ga_releases (
                       CHECK (reason IN ('expired', 'released', 'payment_failed', 'compensated')),
     released_at       timestamptz NOT NULL DEFAULT now()
 );
+-- A hold's places on a stripe come back once (and the audit finds them by it).
+CREATE UNIQUE INDEX ga_releases_once ON ga_releases (hold_id, stripe);
 
 -- Every move of available places between a tier's stripes.
 CREATE TABLE ga_rebalances (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 
 from onsale.core.audit import run_audit
@@ -241,7 +242,8 @@ RELEASE_CASES = {
         "SELECT hold_id, event_id, tier_id, stripe, quantity, 'HELD', 'HELD', "
         "now() + interval '5 minutes', 'released' FROM ga_hold_places WHERE hold_id = $1",
         "live"),
-    # the same places returned twice
+    # the same places returned twice (the unique index ga_releases_once refuses that
+    # at write time: the audit is the second guard)
     "twice": (
         "INSERT INTO ga_releases (hold_id, event_id, tier_id, stripe, quantity, prior_status, "
         "prior_hold_status, prior_expires_at, reason, released_at) "
@@ -291,6 +293,10 @@ async def test_releases_that_touch_more_than_their_hold_are_reported(
                                released) >= 1
     await audit_clean(conn)
     sql, whose = RELEASE_CASES[case]
+    if case == "twice":
+        with pytest.raises(asyncpg.UniqueViolationError):
+            await conn.execute(sql, released)
+        await conn.execute("DROP INDEX ga_releases_once")  # past the first guard
     status = await conn.execute(sql, live if whose == "live" else released)
     assert not status.endswith(" 0"), status  # the corruption touched something
     assert await _failing(conn) == {"ga_releases_touch_only_their_hold"}

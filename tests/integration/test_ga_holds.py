@@ -284,3 +284,21 @@ async def test_the_quota_plane_refills_a_stripe_that_ran_dry(api: Api, conn: Any
     assert [s["held"] for s in after] == [s["held"] for s in before]  # only available moves
     assert await rebalance_all(conn, metrics) == 0  # even now: nothing to do
     await audit_clean(conn)
+
+
+async def test_a_rebalance_plan_must_pair_distinct_stripes_and_sum_to_zero(
+        api: Api, conn: Any) -> None:
+    import asyncpg
+
+    event_id = await ga_event(api, floor(capacity=30, stripes=3))
+    rebalance = ("SELECT onsale_ga_rebalance($1, 1::smallint, $2::smallint[], $3::integer[], "
+                 "'t', 50)")
+    for stripes_, deltas in (([0, 0, 1], [-5, -5, 10]), ([0, 1], [-5, 4]), ([0, 1, 2], [1, 1])):
+        try:
+            await conn.fetchval(rebalance, event_id, stripes_, deltas)
+        except asyncpg.RaiseError:
+            continue
+        raise AssertionError(f"{stripes_} {deltas} was applied")
+    assert await conn.fetchval(rebalance, event_id, [0, 1], [-20, 20]) == -1  # would go negative
+    assert sum(s["available"] for s in await stripes(conn, event_id)) == 30
+    await audit_clean(conn)

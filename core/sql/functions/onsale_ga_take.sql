@@ -20,10 +20,12 @@ CREATE OR REPLACE FUNCTION onsale_ga_take(
     OUT spread boolean
 ) LANGUAGE plpgsql AS $$
 DECLARE
-    v_first smallint := (abs(hashtextextended(p_hold_id::text, p_tier_id)) % p_stripes)::smallint;
+    v_first smallint := ((hashtextextended(p_hold_id::text, p_tier_id) & 9223372036854775807)
+                         % p_stripes)::smallint;
     v_need integer := p_quantity;
     v_take integer;
     v_row record;
+    v_locked smallint[];
 BEGIN
     IF NOT p_spread THEN
         UPDATE ga_buckets b
@@ -39,15 +41,20 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM 1 FROM ga_buckets b
-    WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
-    ORDER BY b.stripe FOR UPDATE;
+    -- Only the stripes locked here are counted and taken from: one added meanwhile
+    -- (the tier given more stripes) is not ours to take from in this transaction.
+    SELECT array_agg(l.stripe ORDER BY l.stripe) INTO v_locked
+    FROM (SELECT b.stripe FROM ga_buckets b
+          WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+          ORDER BY b.stripe FOR UPDATE) AS l;
     SELECT coalesce(sum(b.available), 0) INTO remaining
-    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+                        AND b.stripe = ANY (v_locked);
     IF remaining < p_quantity THEN
         PERFORM onsale_ga_expire_due(p_event_id, p_tier_id, 100);
         SELECT coalesce(sum(b.available), 0) INTO remaining
-        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+        FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id
+                            AND b.stripe = ANY (v_locked);
         IF remaining < p_quantity THEN
             RETURN;
         END IF;
@@ -57,6 +64,7 @@ BEGIN
     FOR v_row IN
         SELECT b.stripe, b.available FROM ga_buckets b
         WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.available > 0
+          AND b.stripe = ANY (v_locked)
         ORDER BY b.stripe >= p_stripes, (b.stripe - v_first + 1000) % 1000
     LOOP
         EXIT WHEN v_need = 0;
@@ -67,5 +75,8 @@ BEGIN
         taken := taken || jsonb_build_object('stripe', v_row.stripe, 'quantity', v_take);
         v_need := v_need - v_take;
     END LOOP;
+    IF v_need > 0 THEN  -- cannot happen with every counted stripe locked: a guard
+        RAISE EXCEPTION 'ga take guard: % of % places taken', p_quantity - v_need, p_quantity;
+    END IF;
     remaining := NULL;
 END $$;
