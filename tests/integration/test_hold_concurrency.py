@@ -149,13 +149,18 @@ async def test_racing_holds_sweeper_and_best_available_never_overlap(
         await sweeper_conn.close()
     assert set(codes) <= {201, 409}
     assert codes.count(201) > 10
-    # Intervals of holds sharing a seat must not overlap (database time).
+    # Intervals of holds sharing a seat must not overlap (database time). A hold's
+    # interval starts at its claim, expires_at - the TTL (the claim sets the deadline
+    # from the clock), not at created_at: that is its transaction's start, which can be
+    # before the previous hold's deadline when the claim waited for the sweeper to free
+    # the seat after it.
     overlaps = await conn.fetch("""
         SELECT a.hold_id, b.hold_id, s
         FROM holds a JOIN holds b ON a.event_id = b.event_id AND a.hold_id < b.hold_id,
              LATERAL unnest(a.seat_ids) s
         WHERE s = ANY (b.seat_ids)
-          AND a.created_at < b.expires_at AND b.created_at < a.expires_at""")
+          AND a.expires_at - interval '1 second' < b.expires_at
+          AND b.expires_at - interval '1 second' < a.expires_at""")
     assert overlaps == []
     await audit_clean(conn)
 
