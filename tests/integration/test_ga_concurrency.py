@@ -167,7 +167,10 @@ async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
         await asyncio.gather(*(c.close() for c in conns))
     assert not violations, violations[0]
     assert counts["audits"] >= 4 and counts["held"] > 10 and counts["sold"] > 0
-    assert counts["released"] > 0 and counts["swept"] > 0
+    assert counts["released"] > 0
+    # Holds crossed their deadline: ended by the sweeper or by a hold attempt that
+    # found the tier short (whichever came first).
+    assert await conn.fetchval("SELECT count(*) FROM holds WHERE status = 'EXPIRED'") > 0
     await asyncio.sleep(1.1)  # every remaining hold past its deadline
     await sweep_once(conn, 1000)
     row = await conn.fetchrow("SELECT sum(available) AS a, sum(held) AS h, sum(sold) AS s "
