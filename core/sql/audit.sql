@@ -241,3 +241,14 @@ WHERE p.hold_id IS NULL OR p.status <> 'RETURNED' OR p.quantity <> r.quantity
    OR (r.reason = 'compensated' AND NOT EXISTS (
            SELECT 1 FROM payment_events pe JOIN orders o ON o.order_id = pe.order_id
            WHERE o.hold_id = r.hold_id AND pe.action = 'compensated'));
+
+-- name: ga_ended_orders_own_no_places
+-- A FAILED or CANCELLED order keeps no valid GA line and no place held or sold
+-- for it (its places went back to their stripes).
+SELECT o.order_id, o.status, gi.tier_id, gi.quantity, 'valid line' AS problem
+FROM orders o JOIN ga_order_items gi ON gi.order_id = o.order_id
+WHERE o.status IN ('FAILED', 'CANCELLED') AND gi.valid
+UNION ALL
+SELECT o.order_id, o.status, p.tier_id, p.quantity, 'places not returned'
+FROM orders o JOIN ga_hold_places p ON p.hold_id = o.hold_id
+WHERE o.status IN ('FAILED', 'CANCELLED') AND p.status <> 'RETURNED';

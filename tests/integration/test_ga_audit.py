@@ -190,11 +190,15 @@ async def test_an_expired_hold_not_yet_swept_still_holds_its_places_cleanly(
 # --- ga_sold_places_point_to_confirmed_orders -----------------------------------------------
 
 
+# (it also leaves an ended order owning places: ga_ended_orders_own_no_places)
+CANCEL_ORDER = "UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1"
+
+
 @pytest.mark.parametrize("corruption", [
     # the order's GA line invalidated, the places still sold to it
     "UPDATE ga_order_items SET valid = false WHERE order_id = $1",
     # the order cancelled, the places still sold
-    "UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1",
+    CANCEL_ORDER,
     # the order's GA line for another tier than the places'
     "UPDATE ga_order_items SET tier_id = 2 WHERE order_id = $1",
 ], ids=["line-invalid", "order-cancelled", "line-other-tier"])
@@ -206,7 +210,8 @@ async def test_sold_places_without_a_confirmed_order_are_reported(
     assert {p["status"] for p in await _places(conn, hold_id)} == {"SOLD"}
     await audit_clean(conn)
     assert await conn.execute(corruption, order_id) == "UPDATE 1"
-    assert await _failing(conn) == {"ga_sold_places_point_to_confirmed_orders"}
+    also = {"ga_ended_orders_own_no_places"} if corruption == CANCEL_ORDER else set()
+    assert await _failing(conn) == {"ga_sold_places_point_to_confirmed_orders"} | also
     rows = await _rows(conn, "ga_sold_places_point_to_confirmed_orders")
     assert {r["hold_id"] for r in rows} == {hold_id}
     assert sum(r["quantity"] for r in rows) == 3
@@ -336,3 +341,19 @@ async def test_a_ga_ticket_of_a_compensated_line_is_reported(api: Api, conn: Any
     await conn.execute("UPDATE ga_order_items SET valid = false WHERE order_id = $1", order_id)
     assert "tickets_only_for_paid_orders" in await _failing(conn)
     assert len(await _rows(conn, "tickets_only_for_paid_orders")) == 2
+
+
+# --- ga_ended_orders_own_no_places ----------------------------------------------------------
+
+
+async def test_an_ended_order_that_kept_its_line_or_places_is_reported(
+        api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=10, stripes=2)
+    hold_id, account = await _hold(api, conn, event_id, 2)
+    order_id = await _sell(conn, hold_id, account)
+    await audit_clean(conn)
+    # Cancelled behind the places' back: the line still valid, the places still sold.
+    await conn.execute("UPDATE orders SET status = 'CANCELLED' WHERE order_id = $1", order_id)
+    rows = await _rows(conn, "ga_ended_orders_own_no_places")
+    assert {r["problem"] for r in rows} == {"valid line", "places not returned"}
+    assert {r["order_id"] for r in rows} == {order_id}
