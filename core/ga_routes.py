@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from onsale.core.event_spec import MAX_STRIPES
 from onsale.core.ga_quota import rebalance_tier
+from onsale.core.hold_rules import MAX_GA_TIER_ID
 from onsale.core.hold_store import refusals_as_problems
 from onsale.core.queries import queries
 from onsale.core.state import core_state
@@ -39,6 +40,14 @@ async def _report(conn: Any, event_id: int) -> list[dict[str, Any]]:
     return [tier_json(r) for r in await conn.fetch(queries("ga")["tier_report"], event_id)]
 
 
+def tier_id_path(request: Request) -> int:
+    """The ``tier_id`` path parameter: a GA tier id (a smallint), or 404."""
+    tier_id = int_path(request, "tier_id", "ga_tier_not_found")
+    if tier_id > MAX_GA_TIER_ID:
+        raise Problem(404, "ga_tier_not_found", tier_id=tier_id)
+    return tier_id
+
+
 def _tier(tiers: list[dict[str, Any]], tier_id: int) -> dict[str, Any]:
     for tier in tiers:
         if tier["tier_id"] == tier_id:
@@ -61,7 +70,7 @@ async def post_rebalance(request: Request) -> Response:
     """Even out a tier's available places over its active stripes now."""
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    tier_id = int_path(request, "tier_id", "ga_tier_not_found")
+    tier_id = tier_id_path(request)
     state = core_state(request)
     async with state.db.connection() as conn:
         _tier(await _report(conn, event_id), tier_id)
@@ -74,7 +83,7 @@ async def post_rebalance(request: Request) -> Response:
 async def get_tier(request: Request) -> Response:
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    tier_id = int_path(request, "tier_id", "ga_tier_not_found")
+    tier_id = tier_id_path(request)
     async with core_state(request).db.connection() as conn:
         tier = _tier(await _report(conn, event_id), tier_id)
     return JSONResponse(tier)
@@ -85,7 +94,7 @@ async def patch_tier(request: Request) -> Response:
     places are spread over the new stripes at once."""
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    tier_id = int_path(request, "tier_id", "ga_tier_not_found")
+    tier_id = tier_id_path(request)
     body = await json_object(request)
     n = body.get("stripes")
     if type(n) is not int or not 1 <= n <= MAX_STRIPES:

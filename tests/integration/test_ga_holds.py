@@ -260,6 +260,13 @@ async def test_stripes_change_on_sale_and_operators_see_them(api: Api, conn: Any
         assert bad.status_code == 400 and bad.json()["code"] == "invalid_request"
         missing = await c.get(f"/api/ops/events/{event_id}/ga/7", headers=auth)
         assert missing.status_code == 404 and missing.json()["code"] == "ga_tier_not_found"
+        for path in ("ga/99999", "ga/x"):  # beyond a tier id's range, not a number
+            for method, body in (("GET", None), ("PATCH", {"stripes": 2})):
+                r = await c.request(method, f"/api/ops/events/{event_id}/{path}", json=body,
+                                    headers=auth)
+                assert (r.status_code, r.json()["code"]) == (404, "ga_tier_not_found"), r.text
+            r = await c.post(f"/api/ops/events/{event_id}/{path}/rebalance", headers=auth)
+            assert (r.status_code, r.json()["code"]) == (404, "ga_tier_not_found"), r.text
         denied = await c.get(f"/api/ops/events/{event_id}/ga")
         assert denied.status_code == 401
     async with api.client(me) as c:  # still sells, from the one active stripe
