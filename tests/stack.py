@@ -27,7 +27,7 @@ from onsale.core.tier import build_payments
 from onsale.embedded import EmbeddedValkey, free_port, start_valkey
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.sessions import COOKIE
-from tests.conftest import ADMIN_TOKEN, SECRET, Admissions, Admit, make_settings
+from tests.conftest import ADMIN_TOKEN, SECRET, Admissions, Admit, fresh_database, make_settings
 from tests.sessions_support import mint_cookie
 
 ONSALE = str(Path(sys.executable).parent / "onsale")
@@ -231,6 +231,35 @@ async def payments_for(stack: Stack) -> AsyncIterator[Payments]:
         await payments.drain()
         await payments.client.close()
         await pool.close()
+
+
+@contextlib.asynccontextmanager
+async def started_stack(pg: Any, template_db: str, data_dir: Path,
+                        **options: Any) -> AsyncIterator[Stack]:
+    """A fresh database with the provider simulator and a core process started
+    (``options``: Stack's, e.g. ``auth_window_seconds``); stopped at the end."""
+    stack = Stack(await fresh_database(pg, template_db), data_dir, **options)
+    try:
+        stack.start_psp()
+        stack.start_core()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@contextlib.asynccontextmanager
+async def connected(stack: Stack) -> AsyncIterator[Any]:
+    """A connection to the stack's database, set up as core's are."""
+    import asyncpg
+
+    from onsale.kernel.db import init_connection
+
+    conn = await asyncpg.connect(stack.db_url)
+    await init_connection(conn)
+    try:
+        yield conn
+    finally:
+        await conn.close()
 
 
 async def eventually(check: Any, within: float = 30.0, interval: float = 0.1) -> Any:

@@ -10,7 +10,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
@@ -18,7 +17,7 @@ from onsale.core.payments import Payments
 from onsale.core.reconciler import reconcile_once
 from onsale.embedded import EmbeddedPostgres
 from onsale.psp.signature import sign
-from tests.conftest import ADMIN_TOKEN, audit_clean, fresh_database
+from tests.conftest import ADMIN_TOKEN, audit_clean
 from tests.stack import (
     APPROVE,
     DECLINE,
@@ -26,33 +25,24 @@ from tests.stack import (
     THREE_DS,
     WEBHOOK_SECRET,
     Stack,
+    connected,
     eventually,
     payments_for,
+    started_stack,
 )
 
 
 @pytest.fixture(scope="module")
 async def stack(pg: EmbeddedPostgres, template_db: str,
                 tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    s = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("stack"))
-    try:
-        s.start_psp()
-        s.start_core()
+    async with started_stack(pg, template_db, tmp_path_factory.mktemp("stack")) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture
 async def db(stack: Stack) -> AsyncIterator[Any]:
-    conn = await asyncpg.connect(stack.db_url)
-    from onsale.kernel.db import init_connection
-
-    await init_connection(conn)
-    try:
+    async with connected(stack) as conn:
         yield conn
-    finally:
-        await conn.close()
 
 
 @pytest.fixture
@@ -119,6 +109,24 @@ async def settle(client: httpx.AsyncClient, body: dict[str, Any],
         return o if (o["order_status"], o["payment_status"]) == want else None
     got: dict[str, Any] = await eventually(reached)
     return got
+
+
+# The capture reaches the provider after the authorization lapsed (a stack started with
+# auth_window_seconds=1): the capture definitively fails and the sale is compensated.
+LAPSED_CAPTURE = [{"op": "capture", "fault": "latency", "ms": 1500}]
+
+
+async def checkout_until_cancelled(c: httpx.AsyncClient, hold_id: str) -> dict[str, Any]:
+    """Pay with an approved card and follow the order until it is CANCELLED: the
+    capture runs in the request, or after it when the webhook reported the
+    authorization first, so the order is polled either way."""
+    first = (await checkout(c, hold_id, APPROVE)).json()
+
+    async def cancelled() -> Any:
+        o = await order(c, first["order_id"])
+        return o if o["order_status"] == "CANCELLED" else None
+    body: dict[str, Any] = await eventually(cancelled)
+    return body
 
 
 async def seat_statuses(db: Any, event_id: int, seats: list[int]) -> list[str]:

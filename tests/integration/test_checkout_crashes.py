@@ -24,14 +24,16 @@ from onsale.embedded import EmbeddedPostgres, EmbeddedValkey
 from onsale.kernel.db import init_connection
 from tests.conftest import audit_clean, fresh_database
 from tests.integration.test_checkout import (
+    LAPSED_CAPTURE,
     checkout,
+    checkout_until_cancelled,
     held,
     new_account,
     new_event,
     order,
     settle,
 )
-from tests.stack import APPROVE, Stack, eventually, payments_for
+from tests.stack import APPROVE, Stack, connected, eventually, payments_for, started_stack
 
 
 @pytest.fixture
@@ -186,26 +188,12 @@ async def test_an_authorization_after_the_release_is_voided_never_sold(
 async def test_a_capture_that_definitively_failed_is_compensated_before_tickets(
         pg: EmbeddedPostgres, template_db: str,
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    stack = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("lapse"),
-                  auth_window_seconds=1)
-    try:
-        stack.start_psp()
-        stack.start_core()
-        conn = await asyncpg.connect(stack.db_url)
-        await init_connection(conn)
-        # The capture reaches the provider after the authorization lapsed.
-        await stack.set_faults(rules=[{"op": "capture", "fault": "latency", "ms": 1500}])
+    async with started_stack(pg, template_db, tmp_path_factory.mktemp("lapse"),
+                             auth_window_seconds=1) as stack, connected(stack) as conn:
+        await stack.set_faults(rules=LAPSED_CAPTURE)
         event_id = await new_event(stack)
         async with stack.client(await new_account(conn)) as c:
-            hold_id = await held(c, event_id, [7, 8])
-            first = (await checkout(c, hold_id, APPROVE)).json()
-
-            # The capture runs in the request, or after it when the webhook
-            # reported the authorization first: poll the order either way.
-            async def compensated() -> Any:
-                o = await order(c, first["order_id"])
-                return o if o["order_status"] == "CANCELLED" else None
-            body = await eventually(compensated)
+            body = await checkout_until_cancelled(c, await held(c, event_id, [7, 8]))
         assert (body["order_status"], body["payment_status"]) == ("CANCELLED", "CAPTURE_FAILED")
         assert body["cancel_reason"] == "capture_failed" and body["tickets"] == []
         seats = await conn.fetch("SELECT status FROM seat_inventory WHERE event_id = $1 "
@@ -218,9 +206,6 @@ async def test_a_capture_that_definitively_failed_is_compensated_before_tickets(
             "SELECT count(*) FROM outbox WHERE aggregate_id = $1 AND event_type = "
             "'order.cancelled'", uuid.UUID(body["order_id"])) == 1
         await audit_clean(conn)
-        await conn.close()
-    finally:
-        stack.stop()
 
 
 @pytest.mark.parametrize("crash_at", ["before_outbox_publish", "after_outbox_publish"])

@@ -7,37 +7,34 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from onsale.embedded import EmbeddedPostgres
-from onsale.kernel.db import init_connection
-from tests.conftest import audit_clean, fresh_database
-from tests.integration.test_checkout import checkout, new_account, new_event, order, settle
-from tests.stack import APPROVE, DECLINE, Stack, eventually
+from tests.conftest import audit_clean
+from tests.integration.test_checkout import (
+    LAPSED_CAPTURE,
+    checkout,
+    checkout_until_cancelled,
+    new_account,
+    new_event,
+    order,
+    settle,
+)
+from tests.stack import APPROVE, DECLINE, Stack, connected, started_stack
 
 
 @pytest.fixture(scope="module")
 async def stack(pg: EmbeddedPostgres, template_db: str,
                 tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    s = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("ga"))
-    try:
-        s.start_psp()
-        s.start_core()
+    async with started_stack(pg, template_db, tmp_path_factory.mktemp("ga")) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture
 async def db(stack: Stack) -> AsyncIterator[Any]:
-    conn = await asyncpg.connect(stack.db_url)
-    await init_connection(conn)
-    try:
+    async with connected(stack) as conn:
         yield conn
-    finally:
-        await conn.close()
 
 
 FLOOR = {"name": "Floor", "price_minor": 4500, "capacity": 30, "stripes": 3}
@@ -114,24 +111,13 @@ async def test_released_after_checkout_is_refused_and_the_sold_places_stay_sold(
 async def test_a_failed_capture_gives_the_places_back(
         pg: EmbeddedPostgres, template_db: str,
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    stack = Stack(await fresh_database(pg, template_db), tmp_path_factory.mktemp("galapse"),
-                  auth_window_seconds=1)
-    try:
-        stack.start_psp()
-        stack.start_core()
-        conn = await asyncpg.connect(stack.db_url)
-        await init_connection(conn)
-        # The capture reaches the provider after the authorization lapsed.
-        await stack.set_faults(rules=[{"op": "capture", "fault": "latency", "ms": 1500}])
+    async with started_stack(pg, template_db, tmp_path_factory.mktemp("galapse"),
+                             auth_window_seconds=1) as stack, connected(stack) as conn:
+        await stack.set_faults(rules=LAPSED_CAPTURE)
         event_id = await new_event(stack, ga_tiers=[FLOOR])
         async with stack.client(await new_account(conn)) as c:
             hold = await ga_held(c, event_id, 4)
-            first = (await checkout(c, hold["hold_id"], APPROVE)).json()
-
-            async def compensated() -> Any:
-                o = await order(c, first["order_id"])
-                return o if o["order_status"] == "CANCELLED" else None
-            body = await eventually(compensated)
+            body = await checkout_until_cancelled(c, hold["hold_id"])
         assert body["payment_status"] == "CAPTURE_FAILED" and body["tickets"] == []
         assert await counts(conn, event_id) == (30, 0, 0)
         reasons = await conn.fetch("SELECT reason, prior_status, quantity FROM ga_releases "
@@ -141,6 +127,3 @@ async def test_a_failed_capture_gives_the_places_back(
         assert await conn.fetchval("SELECT bool_and(NOT valid) FROM ga_order_items "
                                    "WHERE order_id = $1", uuid.UUID(body["order_id"]))
         await audit_clean(conn)
-        await conn.close()
-    finally:
-        stack.stop()
