@@ -114,23 +114,13 @@ class Sequencer:
         return []
 
     def _relation(self, rel: Relation) -> None:
-        names = [c.name for c in rel.columns]
-        if (rel.namespace, rel.name) == GA_TABLE:
-            try:
-                self._ga_columns[rel.oid] = (names.index("event_id"), names.index("tier_id"),
-                                             names.index("stripe"), names.index("available"))
-            except ValueError:
-                raise ValueError(f"the publication must include ga_buckets' event_id, tier_id, "
-                                 f"stripe and available; the server sent {names}") from None
-            return
-        if (rel.namespace, rel.name) != TABLE:
-            return
-        try:
-            self._columns[rel.oid] = (names.index("event_id"), names.index("seat_id"),
-                                      names.index("status"), names.index("hold_expires_at"))
-        except ValueError:
-            raise ValueError(f"the publication must include event_id, seat_id, status and "
-                             f"hold_expires_at; the server sent {names}") from None
+        table = (rel.namespace, rel.name)
+        if table == TABLE:
+            self._columns[rel.oid] = _positions(rel, ("event_id", "seat_id", "status",
+                                                      "hold_expires_at"))
+        elif table == GA_TABLE:
+            self._ga_columns[rel.oid] = _positions(rel, ("event_id", "tier_id", "stripe",
+                                                         "available"))
 
     def _row(self, oid: int, key: Any, new: Any, *, inserted: bool) -> None:
         cols = self._columns.get(oid)
@@ -196,6 +186,17 @@ class Sequencer:
                                  places=place_changes))
                 seat_map.version = lsn
         return out
+
+
+def _positions(rel: Relation, wanted: tuple[str, str, str, str]) -> tuple[int, int, int, int]:
+    """Where each wanted column is in a relation's rows; the publication must list them."""
+    names = [c.name for c in rel.columns]
+    try:
+        a, b, c, d = (names.index(name) for name in wanted)
+    except ValueError:
+        raise ValueError(f"the publication must include {rel.name}'s {', '.join(wanted)}; "
+                         f"the server sent {names}") from None
+    return a, b, c, d
 
 
 def coalesce(entries: Sequence[Entry]) -> Entry:

@@ -183,3 +183,24 @@ def test_wire_forms() -> None:
     assert json.loads(control_frame("reload", reason="overflow")) == {
         "type": "reload", "reason": "overflow"}
     assert format_lsn(delta.to) == frame["to"]
+
+
+def test_a_publication_without_the_columns_a_map_needs_is_refused() -> None:
+    from onsale.seatmap.pgoutput import Column, Relation
+    from onsale.seatmap.sequencer import Sequencer
+
+    def relation(name: str, *columns: str) -> Relation:
+        return Relation(1, "public", name, "d",
+                        tuple(Column(i == 0, c, 23, -1) for i, c in enumerate(columns)))
+
+    seq = Sequencer({})
+    seq.feed(relation("ga_buckets", "event_id", "tier_id", "stripe", "available"))  # complete
+    seq.feed(relation("other_table", "x"))  # not ours: ignored
+    for name, columns in (("seat_inventory", ("event_id", "seat_id", "status")),
+                          ("ga_buckets", ("event_id", "tier_id", "stripe"))):
+        try:
+            seq.feed(relation(name, *columns))
+        except ValueError as exc:
+            assert name in str(exc) and "the server sent" in str(exc)
+        else:
+            raise AssertionError(f"{name} without all its columns was accepted")
