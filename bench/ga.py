@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -44,6 +43,7 @@ from bench.holds import (
     TICKETS_PER_ACCOUNT,
     Conn,
     Load,
+    Stack,
     admit,
     against_server,
     cpu_sample,
@@ -58,7 +58,7 @@ from bench.holds import (
     sign_up,
     verdict,
 )
-from bench.stack import DevServer, database_url, refused, run_audit
+from bench.stack import DevServer, database_url, refused, run_audit, run_pgbench, stop_all
 
 TARGET_ATTEMPTS = 2000.0  # GA hold attempts/s over HTTP on one hot tier (issue 15)
 STRIPES = (1, 8, 20)
@@ -94,12 +94,13 @@ async def setup(args: argparse.Namespace, host: str, port: int,
         c.close()
 
 
-async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
+async def drive(args: argparse.Namespace, host: str, ports: list[int], event_id: int,
                 cookies: list[str], *, hot_share: float = 1.0, stop_when_sold_out: bool = False
                 ) -> tuple[list[float], Counter[str], float, float | None]:
     """Attempts until ``--duration`` (or, with ``stop_when_sold_out``, until tier 1
-    answers sold_out): latencies, outcomes (with ``places_1``: the places of tier 1
-    held by 201 answers), elapsed, and when tier 1 sold out."""
+    answers sold_out), the connections spread over the core processes' ``ports``:
+    latencies, outcomes (with ``places_1``: the places of tier 1 held by 201 answers),
+    elapsed, and when tier 1 sold out."""
     latencies: list[float] = []
     outcomes: Counter[str] = Counter()
     deadline = time.perf_counter() + args.duration
@@ -109,7 +110,7 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
 
     async def worker(i: int) -> None:
         rng = random.Random(i)
-        c = Conn(host, port)
+        c = Conn(host, ports[i % len(ports)])
         try:
             while time.perf_counter() < deadline and not (stop_when_sold_out and sold_out):
                 tier = 1 if rng.random() < hot_share else 2
@@ -137,7 +138,6 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
 
 
 PGBENCH_SETUP = """
-CREATE SCHEMA IF NOT EXISTS bench;
 -- A refusal that raises (the account's ticket limit) counts as an answer, as in
 -- bench/holds.py's try_hold.
 CREATE OR REPLACE FUNCTION bench.try_ga_hold(p_event bigint, p_account uuid, p_q int,
@@ -152,9 +152,6 @@ BEGIN
     RETURN v_status;
 EXCEPTION WHEN SQLSTATE 'OS409' THEN RETURN 409;
 END $$;
-DROP TABLE IF EXISTS bench.accounts;
-CREATE TABLE bench.accounts AS
-SELECT row_number() OVER () AS n, account_id FROM accounts LIMIT 300;
 """
 
 # A status 0 (the hashed stripe had too few) is followed by the spread stage in its own
@@ -170,28 +167,11 @@ SELECT bench.try_ga_hold({event}, (SELECT account_id FROM bench.accounts WHERE n
 """
 
 
-def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> float:
+def pgbench_ceiling(url: str, args: argparse.Namespace, event_id: int) -> float:
     """The pgbench run's GA hold attempts/s on the event's one tier."""
-    from onsale.embedded import _pg_bin
-
-    psql = str(_pg_bin() / "psql")
-    subprocess.run([psql, url, "-q", "-c", PGBENCH_SETUP], check=True)
-    accounts = int(subprocess.run([psql, url, "-At", "-c", "SELECT count(*) FROM bench.accounts"],
-                                  check=True, capture_output=True, text=True).stdout)
-    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
-        f.write(PGBENCH_SCRIPT.format(accounts=accounts, event=event_id))
-    out: Any = subprocess.run(
-        [str(_pg_bin() / "pgbench"), "-n", "-c", str(args.pgbench_clients), "-j", "2",
-         "-T", str(max(1, int(args.duration))), "-f", f.name, url],
-        check=False, capture_output=True, text=True)
-    subprocess.run([psql, url, "-q", "-c", "DROP SCHEMA bench CASCADE"], check=True)
-    if out.returncode != 0:
-        raise SystemExit(f"pgbench failed ({out.returncode}): {out.stderr.strip()[-500:]}")
-    out = out.stdout
-    for line in out.splitlines():
-        if line.startswith("tps = "):
-            return float(line.split()[2])
-    return float("nan")
+    tps, _ = run_pgbench(url, PGBENCH_SETUP, PGBENCH_SCRIPT.replace("{event}", str(event_id)),
+                         clients=args.pgbench_clients, duration=args.duration)
+    return tps
 
 
 def big_tier(stripes: int) -> dict[str, object]:
@@ -205,6 +185,25 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
     stack = find_stack(server, host, port, data_dir)
     for note in stack.notes():
         print(f"note: {note}")
+    more: list[subprocess.Popen[bytes]] = []
+    try:
+        if server is not None and args.core_procs > 1:
+            more = server.start_cores(args.core_procs - 1)
+            stack = dataclasses.replace(stack, more_cores=tuple(p.pid for p in more))
+        elif args.core_procs > 1:
+            print("note: --core-procs applies to the bench's own onsale dev; with --url, "
+                  "the connections go to --url alone")
+        ports = [port, *(server.port_of[p.pid] for p in more if server is not None)]
+        print(f"core processes: {len(ports)} (onsale dev, which also runs the background "
+              f"loops{f', and {len(more)} onsale serve --role core' if more else ''}); "
+              f"the connections are spread over them")
+        return measure_on(args, stack, host, port, ports, server, data_dir)
+    finally:
+        stop_all(more)
+
+
+def measure_on(args: argparse.Namespace, stack: Stack, host: str, port: int,
+               ports: list[int], server: DevServer | None, data_dir: Path) -> int:
     url = server.database_url() if server is not None else database_url(data_dir)
     sessions: list[str] | None = None
     results: dict[int, tuple[Load, float | None]] = {}
@@ -213,7 +212,7 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
             setup(args, host, port, [big_tier(stripes)], sessions, args.hold_ttl))
         before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
         with profiled(stack, f"ga-{stripes}"):  # ONSALE_BENCH_PROFILE=<dir>: py-spy
-            latencies, outcomes, elapsed, _ = run_fast(drive(args, host, port, event_id,
+            latencies, outcomes, elapsed, _ = run_fast(drive(args, host, ports, event_id,
                                                              cookies))
         cpu = cpu_used(stack, before, cpu_sample(stack))
         if not latencies:
@@ -221,7 +220,7 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
         outcomes.pop("places_1", None)
         result = Load(args.concurrency, sorted(v * 1000 for v in latencies), outcomes,
                       elapsed, cpu)
-        ceiling = run_pgbench(url, args, event_id) if args.pgbench else None
+        ceiling = pgbench_ceiling(url, args, event_id) if args.pgbench else None
         results[stripes] = (result, ceiling)
         ms = result.ms
         print(f"GA holds over HTTP: event {event_id}, one tier in {stripes} stripe(s), "
@@ -253,7 +252,7 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
          "max_per_hold": 6}], sessions, SELLOUT_TTL))
     sellout = argparse.Namespace(**{**vars(args), "duration": args.sellout_max_s})
     latencies, outcomes, elapsed, sold_out_at = run_fast(drive(
-        sellout, host, port, event_id, cookies, hot_share=SELLOUT_SHARE,
+        sellout, host, ports, event_id, cookies, hot_share=SELLOUT_SHARE,
         stop_when_sold_out=True))
     held = outcomes.pop("places_1", 0)  # no hold expires meanwhile (SELLOUT_TTL)
     print(f"sell-out: {places:,} places, {SELLOUT_SHARE:.0%} of {args.concurrency} "
@@ -291,6 +290,11 @@ def main() -> int:
     p.add_argument("--stripes", type=int, nargs="+", default=list(STRIPES))
     p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--pgbench-clients", type=int, default=16)
+    p.add_argument("--core-procs", type=int, default=1,
+                   help="core processes serving the holds: the bench's onsale dev and "
+                        "N-1 onsale serve --role core beside it (docs/deployment.md sizes "
+                        "them one per core; on 2 cores a second one adds nothing, "
+                        "docs/benchmarks.md)")
     p.add_argument("--sellout-places", type=int, default=SELLOUT_PLACES)
     p.add_argument("--sellout-max-s", type=float, default=60.0)
     p.add_argument("--smoke", action="store_true",
@@ -299,6 +303,7 @@ def main() -> int:
     if args.smoke:
         args.duration, args.concurrency, args.accounts = 2.0, 8, 20
         args.stripes, args.sellout_places, args.sellout_max_s = [1, 8], 300, 20.0
+        args.core_procs = 2  # the second core process's path runs too
     return against_server(args, measure)
 
 

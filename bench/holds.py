@@ -39,7 +39,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -57,6 +56,7 @@ from bench.stack import (
     refused,
     rss_mib,
     run_audit,
+    run_pgbench,
     start_dev,
 )
 
@@ -173,10 +173,12 @@ class Stack:
     ``onsale dev`` runs core, edge, seat map and the background loops in it), the
     PostgreSQL cluster (its postmaster and every child: backends, walwriter,
     checkpointer ...), and the server's own children when it started them (``onsale
-    dev``: the provider simulator and Valkey)."""
+    dev``: the provider simulator and Valkey). ``more_cores``: further ``onsale serve
+    --role core`` processes a bench started beside it, counted as core."""
 
     core: int | None
     postmaster: int | None
+    more_cores: tuple[int, ...] = ()
 
     def notes(self) -> list[str]:
         out = []
@@ -236,7 +238,7 @@ def cpu_sample(stack: Stack) -> CpuSample:
         if stat is None:
             continue
         pid, (ppid, used, started) = int(entry.name), stat
-        if pid == stack.core:
+        if pid == stack.core or pid in stack.more_cores:
             party = "core"
         elif stack.postmaster is not None and stack.postmaster in (pid, ppid):
             party = "walsender" if "walsender" in _cmdline(pid) else "postgres"
@@ -429,7 +431,6 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
 
 
 PGBENCH_SETUP = """
-CREATE SCHEMA IF NOT EXISTS bench;
 CREATE OR REPLACE FUNCTION bench.try_hold(p_event bigint, p_account uuid, p_seats int[])
 RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -437,9 +438,6 @@ BEGIN
     RETURN 'held';
 EXCEPTION WHEN SQLSTATE 'OS409' THEN RETURN SQLERRM;
 END $$;
-DROP TABLE IF EXISTS bench.accounts;
-CREATE TABLE bench.accounts AS
-SELECT row_number() OVER () AS n, account_id FROM accounts LIMIT 300;
 """
 
 PGBENCH_SCRIPT = """\\set a random(1, {accounts})
@@ -456,32 +454,17 @@ SELECT bench.try_hold({event}, (SELECT account_id FROM bench.accounts WHERE n = 
 """
 
 
-def run_pgbench(url: str, args: argparse.Namespace, event_id: int) -> float:
+def pgbench_ceiling(url: str, args: argparse.Namespace, event_id: int) -> float:
     """The pgbench run's holds/s (attempts: every transaction is one decision)."""
-    from onsale.embedded import _pg_bin
-
-    subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", PGBENCH_SETUP], check=True)
-    accounts = int(subprocess.run(
-        [str(_pg_bin() / "psql"), url, "-At", "-c", "SELECT count(*) FROM bench.accounts"],
-        check=True, capture_output=True, text=True).stdout)
-    script = PGBENCH_SCRIPT.format(accounts=accounts, hot=args.hot_seats, seats=args.seats,
-                                   hot_pct=int(args.hot_share * 100), event=event_id)
-    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
-        f.write(script)
+    script = PGBENCH_SCRIPT.replace("{accounts}", "{{accounts}}").format(
+        hot=args.hot_seats, seats=args.seats, hot_pct=int(args.hot_share * 100),
+        event=event_id)
     print(f"\npgbench: the same hold function, no HTTP ({args.pgbench_clients} clients, "
           f"{args.duration}s)")
-    out = subprocess.run(
-        [str(_pg_bin() / "pgbench"), "-n", "-c", str(args.pgbench_clients), "-j", "2",
-         "-T", str(int(args.duration)), "-f", f.name, url],
-        check=True, capture_output=True, text=True).stdout
-    tps = float("nan")
-    for line in out.splitlines():
-        if line.startswith(("number of transactions", "latency", "tps")):
-            print("  " + line)
-        if line.startswith("tps = "):
-            tps = float(line.split()[2])
-    subprocess.run([str(_pg_bin() / "psql"), url, "-q", "-c", "DROP SCHEMA bench CASCADE"],
-                   check=True)
+    tps, lines = run_pgbench(url, PGBENCH_SETUP, script, clients=args.pgbench_clients,
+                             duration=args.duration)
+    for line in lines:
+        print("  " + line)
     return tps
 
 
@@ -637,7 +620,7 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
     url = server.database_url() if server is not None else database_url(data_dir)
     ceiling = None
     if args.pgbench:
-        ceiling = run_pgbench(url, args, event_id)
+        ceiling = pgbench_ceiling(url, args, event_id)
         print(f"  HTTP / raw      {rate / ceiling:.2f}")
     p99 = pct(ms, 0.99)
     print(f"\nverdict (issue 14: >= {TARGET_ATTEMPTS:,.0f} attempts/s, >= "

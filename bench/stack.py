@@ -81,6 +81,7 @@ class DevServer:
     admin_token: str
     data_dir: Path
     log: list[str] = field(default_factory=list)
+    port_of: dict[int, int] = field(default_factory=dict)  # start_cores: pid -> port
 
     @property
     def url(self) -> str:
@@ -91,6 +92,41 @@ class DevServer:
 
     def rss_mib(self) -> float:
         return rss_mib(self.process.pid)
+
+    def redis_url(self) -> str:
+        """Its embedded Valkey: the child of ``onsale dev`` whose process title is
+        ``valkey-server 127.0.0.1:<port>``."""
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_bytes()
+                title = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            words = title.decode(errors="replace").split()
+            if (int(stat.rsplit(b")", 1)[1].split()[1]) == self.process.pid and words
+                    and words[0].endswith("valkey-server") and len(words) > 1
+                    and words[1].rpartition(":")[2].isdigit()):
+                return f"redis://127.0.0.1:{int(words[1].rpartition(':')[2])}/0"
+        raise SystemExit("the Valkey of onsale dev was not found among its children")
+
+    def start_cores(self, count: int) -> list[subprocess.Popen[bytes]]:
+        """``count`` more ``onsale serve --role core`` processes on free ports (in
+        ``.port_of``) against this server's PostgreSQL and Valkey, with its secrets:
+        they answer the same sessions and admission tokens."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("ONSALE_PSP_", "ONSALE_STRIPE_"))}
+        env.update({"DATABASE_URL": self.database_url(), "REDIS_URL": self.redis_url(),
+                    "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": self.admin_token,
+                    **BENCH_LIMITS})
+        procs = []
+        for i in range(count):
+            port = free_port()
+            proc = start_role("core", env, port, self.data_dir / f"core{i + 1}.log")
+            self.port_of[proc.pid] = port
+            procs.append(proc)
+        return procs
 
     def stop(self, *, remove: bool = False) -> None:
         """Stop it; ``remove``: its data directory too (else it is kept, and named)."""
@@ -183,6 +219,50 @@ def start_role(role: str, env: dict[str, str], port: int,
             time.sleep(0.1)
     proc.kill()
     raise SystemExit(f"the {role} process did not answer /healthz within 60 s; see {log}")
+
+
+# Every pgbench ceiling's shoppers: up to 300 existing accounts, numbered from 1 with an
+# index, so a script's ``(SELECT account_id FROM bench.accounts WHERE n = :a)`` costs a
+# lookup, not a scan.
+PGBENCH_ACCOUNTS = """
+SET client_min_messages = warning;
+CREATE SCHEMA IF NOT EXISTS bench;
+DROP TABLE IF EXISTS bench.accounts;
+CREATE TABLE bench.accounts AS
+SELECT row_number() OVER () AS n, account_id FROM accounts LIMIT 300;
+ALTER TABLE bench.accounts ADD PRIMARY KEY (n);
+"""
+
+
+def run_pgbench(url: str, setup: str, script: str, *, clients: int,
+                duration: float) -> tuple[float, list[str]]:
+    """A bench's SQL ceiling: ``setup`` (after schema ``bench`` and ``PGBENCH_ACCOUNTS``),
+    then ``script`` (``{accounts}`` in it is their count) under pgbench for ``duration``
+    seconds with ``-M prepared`` (each statement planned once per connection, as core's
+    asyncpg statements are). Returns the transactions/s and pgbench's summary lines;
+    the schema is dropped after."""
+    from onsale.embedded import _pg_bin
+
+    psql = str(_pg_bin() / "psql")
+    subprocess.run([psql, url, "-q", "-c", PGBENCH_ACCOUNTS + setup], check=True)
+    accounts = int(subprocess.run([psql, url, "-At", "-c", "SELECT count(*) FROM bench.accounts"],
+                                  check=True, capture_output=True, text=True).stdout)
+    with tempfile.TemporaryDirectory(prefix="onsale-pgbench-") as where:
+        path = Path(where) / "script.sql"
+        path.write_text(script.replace("{accounts}", str(accounts)))
+        out = subprocess.run(
+            [str(_pg_bin() / "pgbench"), "-n", "-M", "prepared", "-c", str(clients), "-j", "2",
+             "-T", str(max(1, int(duration))), "-f", str(path), url],
+            check=False, capture_output=True, text=True)
+    subprocess.run([psql, url, "-q", "-c",
+                    "SET client_min_messages = warning; DROP SCHEMA bench CASCADE"], check=True)
+    if out.returncode != 0:
+        raise SystemExit(f"pgbench failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    lines = [line for line in out.stdout.splitlines()
+             if line.startswith(("number of transactions", "latency", "tps"))]
+    tps = next((float(line.split()[2]) for line in lines if line.startswith("tps = ")),
+               float("nan"))
+    return tps, lines
 
 
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:

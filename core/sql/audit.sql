@@ -252,3 +252,44 @@ UNION ALL
 SELECT o.order_id, o.status, p.tier_id, p.quantity, 'places not returned'
 FROM orders o JOIN ga_hold_places p ON p.hold_id = o.hold_id
 WHERE o.status IN ('FAILED', 'CANCELLED') AND p.status <> 'RETURNED';
+
+-- name: ga_returned_places_were_released
+-- The other direction of ga_releases_touch_only_their_hold: places shown as
+-- given back have the release that gave them back (its reason and prior
+-- state), so no return escapes the checks on releases.
+SELECT p.hold_id, p.event_id, p.tier_id, p.stripe, p.quantity
+FROM ga_hold_places p
+WHERE p.status = 'RETURNED'
+  AND NOT EXISTS (SELECT 1 FROM ga_releases r
+                  WHERE r.hold_id = p.hold_id AND r.stripe = p.stripe);
+
+-- name: ga_order_lines_match_their_places
+-- A confirmed order's valid GA line is what was sold: its quantity is the
+-- hold's quantity and the places sold for it, and quantity times its price
+-- is the order's amount (a GA hold has no seats).
+SELECT o.order_id, gi.tier_id, gi.quantity, gi.price_minor, o.amount_minor,
+       h.seat_count AS hold_quantity, h.ga_tier_id AS hold_tier,
+       coalesce((SELECT sum(p.quantity) FROM ga_hold_places p
+                 WHERE p.hold_id = o.hold_id AND p.status = 'SOLD'), 0) AS places_sold
+FROM orders o
+JOIN ga_order_items gi ON gi.order_id = o.order_id AND gi.valid
+JOIN holds h ON h.hold_id = o.hold_id
+WHERE o.status = 'CONFIRMED'
+  AND (gi.quantity <> h.seat_count
+       OR gi.tier_id IS DISTINCT FROM h.ga_tier_id
+       OR gi.quantity::bigint * gi.price_minor <> o.amount_minor
+       OR gi.quantity <> coalesce((SELECT sum(p.quantity) FROM ga_hold_places p
+                                   WHERE p.hold_id = o.hold_id AND p.status = 'SOLD'), 0));
+
+-- name: ga_holds_within_tier_limit
+-- A tier's own per-account limit (max_per_account, fixed at creation): the
+-- places an account has in live GA holds, in payment and sold, per tier.
+SELECT h.event_id, h.account_id, h.ga_tier_id AS tier_id, sum(h.seat_count) AS owned,
+       t.max_per_account
+FROM holds h
+JOIN ga_tiers t ON t.event_id = h.event_id AND t.tier_id = h.ga_tier_id
+WHERE t.max_per_account IS NOT NULL
+  AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
+       OR (h.status = 'HELD' AND h.expires_at > statement_timestamp()))
+GROUP BY h.event_id, h.account_id, h.ga_tier_id, t.max_per_account
+HAVING sum(h.seat_count) > t.max_per_account;

@@ -166,7 +166,8 @@ async def test_a_live_hold_whose_places_were_given_back_is_reported(
         "UPDATE ga_buckets b SET held = b.held - r.quantity, available = b.available + r.quantity "
         "FROM r WHERE b.event_id = r.event_id AND b.tier_id = r.tier_id AND b.stripe = r.stripe",
         hold_id)
-    assert await _failing(conn) == {"ga_holds_own_their_places"}
+    # (and no release gave them back)
+    assert await _failing(conn) == {"ga_holds_own_their_places", "ga_returned_places_were_released"}
     (row,) = await _rows(conn, "ga_holds_own_their_places")
     assert (row["hold_id"], row["status"], row["held"], row["quantity"]) \
         == (hold_id, "HELD", 0, 3)
@@ -211,6 +212,8 @@ async def test_sold_places_without_a_confirmed_order_are_reported(
     await audit_clean(conn)
     assert await conn.execute(corruption, order_id) == "UPDATE 1"
     also = {"ga_ended_orders_own_no_places"} if corruption == CANCEL_ORDER else set()
+    if "tier_id = 2" in corruption:  # the line no longer is the hold's either
+        also = {"ga_order_lines_match_their_places"}
     assert await _failing(conn) == {"ga_sold_places_point_to_confirmed_orders"} | also
     rows = await _rows(conn, "ga_sold_places_point_to_confirmed_orders")
     assert {r["hold_id"] for r in rows} == {hold_id}
@@ -357,3 +360,78 @@ async def test_an_ended_order_that_kept_its_line_or_places_is_reported(
     rows = await _rows(conn, "ga_ended_orders_own_no_places")
     assert {r["problem"] for r in rows} == {"valid line", "places not returned"}
     assert {r["order_id"] for r in rows} == {order_id}
+
+
+# --- ga_returned_places_were_released -------------------------------------------------------
+
+
+async def test_places_returned_without_a_release_are_reported(api: Api, conn: Any) -> None:
+    event_id = await _event(api)
+    hold_id, account = await _hold(api, conn, event_id, 2)
+    async with api.client(account) as c:
+        assert (await c.delete(f"/api/holds/{hold_id}")).status_code == 200
+    await audit_clean(conn)  # a release gave them back, with its record
+    # The record of that return lost: the places show as returned by nobody.
+    await conn.execute("DELETE FROM ga_releases WHERE hold_id = $1", hold_id)
+    assert await _failing(conn) == {"ga_returned_places_were_released"}
+    rows = await _rows(conn, "ga_returned_places_were_released")
+    assert {r["hold_id"] for r in rows} == {hold_id}
+    assert sum(r["quantity"] for r in rows) == 2
+
+
+# --- ga_order_lines_match_their_places ------------------------------------------------------
+
+
+@pytest.mark.parametrize("corruption", [
+    # the line says more places than were sold
+    "UPDATE ga_order_items SET quantity = quantity + 1 WHERE order_id = $1",
+    # the line's price no longer makes the order's amount
+    "UPDATE ga_order_items SET price_minor = price_minor - 1 WHERE order_id = $1",
+    # the line names another tier than the hold's
+    "UPDATE ga_order_items SET tier_id = 2 WHERE order_id = $1",
+])
+async def test_an_order_line_unlike_its_sold_places_is_reported(
+        api: Api, conn: Any, corruption: str) -> None:
+    event_id = await ga_event(api, floor(capacity=10, stripes=2),
+                              {**floor(capacity=10, stripes=1), "name": "Balcony"},
+                              max_tickets_per_account=10)
+    hold_id, account = await _hold(api, conn, event_id, 3)
+    order_id = await _sell(conn, hold_id, account)
+    await audit_clean(conn)
+    await conn.execute(corruption, order_id)
+    assert "ga_order_lines_match_their_places" in await _failing(conn)
+    (row,) = await _rows(conn, "ga_order_lines_match_their_places")
+    assert (row["order_id"], row["places_sold"], row["hold_quantity"]) == (order_id, 3, 3)
+
+
+async def test_sold_places_fewer_than_the_line_are_reported(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=10, stripes=1)
+    hold_id, account = await _hold(api, conn, event_id, 3)
+    order_id = await _sell(conn, hold_id, account)
+    await audit_clean(conn)
+    # One sold place taken off the hold (and the stripe kept consistent with it).
+    await conn.execute("UPDATE ga_hold_places SET quantity = quantity - 1 WHERE hold_id = $1",
+                       hold_id)
+    await conn.execute("UPDATE ga_buckets SET sold = sold - 1, available = available + 1 "
+                       "WHERE event_id = $1", event_id)
+    assert "ga_order_lines_match_their_places" in await _failing(conn)
+    (row,) = await _rows(conn, "ga_order_lines_match_their_places")
+    assert (row["order_id"], row["quantity"], row["places_sold"]) == (order_id, 3, 2)
+
+
+# --- ga_holds_within_tier_limit -------------------------------------------------------------
+
+
+async def test_an_account_over_its_tier_limit_is_reported(api: Api, conn: Any) -> None:
+    event_id = await ga_event(api, floor(capacity=20, stripes=2, max_per_account=4),
+                              max_tickets_per_account=10)
+    _, account = await _hold(api, conn, event_id, 4)
+    async with api.client(account) as c:  # the tier's limit is enforced at write time
+        r = await take(c, event_id, 1)
+    assert r.status_code == 409 and r.json()["code"] == "ticket_limit_exceeded", r.text
+    await audit_clean(conn)
+    # The limit lowered behind the hold's back (no route changes it after creation).
+    await conn.execute("UPDATE ga_tiers SET max_per_account = 3 WHERE event_id = $1", event_id)
+    assert await _failing(conn) == {"ga_holds_within_tier_limit"}
+    (row,) = await _rows(conn, "ga_holds_within_tier_limit")
+    assert (row["account_id"], row["owned"], row["max_per_account"]) == (account, 4, 3)
