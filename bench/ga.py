@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -174,6 +175,21 @@ def pgbench_ceiling(url: str, args: argparse.Namespace, event_id: int) -> float:
     return tps
 
 
+def batch_counters(host: str, ports: list[int]) -> tuple[float, float, float]:
+    """(GA hold requests sent in batches, batches, requests left to the single path) so
+    far, over the core processes' /metrics (core/ga_batch.py)."""
+    total = [0.0, 0.0, 0.0]
+    names = ("onsale_ga_batch_size_sum", "onsale_ga_batch_size_count",
+             "onsale_ga_batch_alone_total")
+    for p in ports:
+        with urllib.request.urlopen(f"http://{host}:{p}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                name = line.split("{", 1)[0].split(" ", 1)[0]
+                if name in names:
+                    total[names.index(name)] += float(line.rsplit(" ", 1)[1])
+    return total[0], total[1], total[2]
+
+
 def big_tier(stripes: int) -> dict[str, object]:
     return {"name": f"Floor x{stripes}", "price_minor": 5000, "capacity": 1_000_000,
             "stripes": stripes, "max_per_hold": 6}
@@ -211,10 +227,13 @@ def measure_on(args: argparse.Namespace, stack: Stack, host: str, port: int,
         event_id, sessions, cookies = asyncio.run(
             setup(args, host, port, [big_tier(stripes)], sessions, args.hold_ttl))
         before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
+        batched = batch_counters(host, ports)
         with profiled(stack, f"ga-{stripes}"):  # ONSALE_BENCH_PROFILE=<dir>: py-spy
             latencies, outcomes, elapsed, _ = run_fast(drive(args, host, ports, event_id,
                                                              cookies))
         cpu = cpu_used(stack, before, cpu_sample(stack))
+        sent, batches, alone = (b - a for a, b in zip(batched, batch_counters(host, ports),
+                                                      strict=True))
         if not latencies:
             raise SystemExit("no GA hold attempt completed")
         outcomes.pop("places_1", None)
@@ -231,6 +250,9 @@ def measure_on(args: argparse.Namespace, stack: Stack, host: str, port: int,
               f"p99={pct(ms, 0.99):.1f} mean={statistics.fmean(ms):.1f}")
         if cpu:
             print(f"  CPU per attempt {cpu_text(result)}")
+        print(f"  batches         {batches:,.0f} of {sent / batches if batches else 0:.1f} "
+              f"requests on average (ONSALE_GA_BATCH_MAX, core/ga_batch.py); {alone:,.0f} "
+              "left to the single path")
         if ceiling is not None:
             print(f"  pgbench         {ceiling:,.0f} attempts/s ({args.pgbench_clients} "
                   f"clients, the GA hold function alone)  HTTP / pgbench "

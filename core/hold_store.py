@@ -12,10 +12,11 @@ from typing import Any
 
 import asyncpg
 
+from onsale.core.ga_batch import GABatcher
 from onsale.core.hold_rules import BestAvailableRequest, GARequest, HoldRequest, SeatsRequest
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
-from onsale.kernel.db import UNAVAILABLE
+from onsale.kernel.db import UNAVAILABLE, Database
 from onsale.kernel.problems import Problem
 
 DEADLOCK_RETRIES = 3
@@ -68,16 +69,20 @@ async def create_hold(
     key: str,
     digest: str,
     request: HoldRequest,
+    *,
+    spread: bool = False,
+    started: float | None = None,
 ) -> HoldOutcome:
     """Run one hold decision. Deadlocks (should one ever happen) are retried, and
     so is losing the idempotency insert to a concurrent twin (the retry replays). A GA
     hold whose stripe had too few is run once more across every stripe: each attempt
     must be its own transaction (``conn`` in autocommit, never inside a transaction
-    block), so the first one's row lock is gone before the second locks in order."""
+    block), so the first one's row lock is gone before the second locks in order.
+    ``spread``: a GA hold a batch found its stripe short for, straight to that stage;
+    ``started``: when the request began (its latency metric), if before this call."""
     q = queries("holds")
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     code = "internal_error"
-    spread = False  # a GA hold whose stripe had too few: across every stripe
     try:
         for attempt in range(DEADLOCK_RETRIES + 2):  # + the GA spread stage
             try:
@@ -117,16 +122,9 @@ async def create_hold(
                 if getattr(exc, "sqlstate", "") == "OSRTY" and attempt < DEADLOCK_RETRIES:
                     continue  # a twin request with our key committed first: replay it
                 raise
-        body = row["body"]
-        replayed = bool(row["replayed"])
-        if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
-            metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
-        if row["status_code"] >= 400:  # an answer, not an error: no hold was written
-            # (a GA spread stage may have ended expired holds of the tier on the way)
-            extra = dict(body)
-            raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
-        code = "replayed" if replayed else "created"
-        return HoldOutcome(int(row["status_code"]), body, replayed)
+        outcome = answer(metrics, row)
+        code = "replayed" if outcome.replayed else "created"
+        return outcome
     except Problem as problem:
         code = problem.code
         raise
@@ -134,6 +132,62 @@ async def create_hold(
         code = "inventory_unavailable"  # core/db.py turns it into the 503
         raise
     finally:
-        metrics.hold_latency.observe(time.perf_counter() - started)
-        metrics.hold_outcomes.labels(code=code).inc()
+        record(metrics, started, code)
 
+
+def answer(metrics: Metrics, row: Any) -> HoldOutcome:
+    """A hold statement's answer row as the outcome, or its refusal as the Problem."""
+    body = row["body"]
+    replayed = bool(row["replayed"])
+    if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
+        metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
+    if row["status_code"] >= 400:  # an answer, not an error: no hold was written
+        # (a GA spread stage may have ended expired holds of the tier on the way)
+        extra = dict(body)
+        raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
+    return HoldOutcome(int(row["status_code"]), body, replayed)
+
+
+def record(metrics: Metrics, started: float, code: str) -> None:
+    metrics.hold_latency.observe(time.perf_counter() - started)
+    metrics.hold_outcomes.labels(code=code).inc()
+
+
+async def create_ga_hold(
+    db: Database,
+    batcher: GABatcher,
+    metrics: Metrics,
+    event_id: int,
+    account_id: uuid.UUID,
+    key: str,
+    digest: str,
+    request: GARequest,
+) -> HoldOutcome:
+    """A GA hold through this process's batcher (core/ga_batch.py); what a batch could
+    not settle runs alone (``create_hold``), on a connection of its own."""
+    started = time.perf_counter()
+    try:
+        row = await batcher.hold(event_id, request.tier_id, account_id, key, digest,
+                                 request.quantity)
+    except Problem as problem:  # the batch's 503
+        record(metrics, started, problem.code)
+        raise
+    except BaseException:
+        record(metrics, started, "internal_error")
+        raise
+    if row is None or row["status_code"] in (None, 0):
+        spread = row is not None and row["status_code"] == 0
+        metrics.ga_batch_alone.labels(reason="spread" if spread else "alone").inc()
+        async with db.connection() as conn:  # alone: it records its own outcome
+            return await create_hold(conn, metrics, event_id, account_id, key, digest,
+                                     request, spread=spread, started=started)
+    code = "internal_error"
+    try:
+        outcome = answer(metrics, row)
+        code = "replayed" if outcome.replayed else "created"
+        return outcome
+    except Problem as problem:
+        code = problem.code
+        raise
+    finally:
+        record(metrics, started, code)

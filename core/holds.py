@@ -8,8 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from onsale.core.hold_rules import parse_hold_request, request_digest
-from onsale.core.hold_store import create_hold, refusals_as_problems
+from onsale.core.hold_rules import GARequest, parse_hold_request, request_digest
+from onsale.core.hold_store import create_ga_hold, create_hold, refusals_as_problems
 from onsale.core.queries import queries
 from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
@@ -33,11 +33,14 @@ async def post_hold(request: Request) -> Response:
     hold_request = parse_hold_request(await json_object(request))
     await core_state(request).admission.check(request, event_id, account)  # before any core work
     digest = request_digest("POST /api/events/{event_id}/holds", str(event_id), hold_request)
-    db = core_state(request).db
-    async with db.connection() as conn:
-        outcome = await create_hold(
-            conn, core_state(request).metrics, event_id, account, key, digest, hold_request,
-        )
+    state = core_state(request)
+    if isinstance(hold_request, GARequest) and state.ga_batcher is not None:
+        outcome = await create_ga_hold(state.db, state.ga_batcher, state.metrics, event_id,
+                                       account, key, digest, hold_request)
+    else:
+        async with state.db.connection() as conn:
+            outcome = await create_hold(conn, state.metrics, event_id, account, key, digest,
+                                        hold_request)
     headers = {"Location": f"/api/holds/{outcome.body['hold_id']}"}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"

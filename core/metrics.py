@@ -104,6 +104,15 @@ class Metrics:
             "GA rebalances not applied (stripes busy past the lock timeout, or the plan "
             "went stale)", registry=r,
         )
+        self.ga_batch_size = Histogram(
+            "onsale_ga_batch_size", "GA hold requests sent to the database together "
+            "(core/ga_batch.py)", buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256), registry=r,
+        )
+        self.ga_batch_alone = Counter(
+            "onsale_ga_batch_alone_total", "GA hold requests a batch left to the single "
+            "path: spread (their stripe was short) or alone (anything else, or the batch "
+            "failed)", ["reason"], registry=r,
+        )
         self.ga_rebalance_errors = Counter(
             "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed", registry=r,
         )

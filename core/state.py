@@ -9,6 +9,7 @@ from typing import Protocol, cast
 
 from starlette.requests import HTTPConnection
 
+from onsale.core.ga_batch import GABatcher
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
@@ -53,6 +54,7 @@ class CoreState:
     throttle: SigninThrottle
     passwords: PasswordPool
     payments: Payments | None = None
+    ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from onsale.core import accounts, checkout, events, ga_routes, holds, webhooks
 from onsale.core.background import start_background
+from onsale.core.ga_batch import GABatcher
 from onsale.core.ga_quota import run_quota_plane
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
@@ -73,6 +74,9 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
                                      timeout=settings.session_store_timeout),
                       PasswordPool(settings.password_workers, settings.password_queue),
                       build_payments(db, settings, metrics))
+    if api and settings.ga_batch_max > 1:
+        state.ga_batcher = GABatcher(db, metrics, max_batch=settings.ga_batch_max,
+                                     inflight=settings.ga_batch_inflight)
     bulk: Redis | None = None
     try:
         if api and shared.redis is not None:

@@ -7,6 +7,11 @@ SELECT status_code, body, lock_wait_ms, replayed FROM onsale_hold_best($1, $2, $
 -- name: hold_ga
 SELECT status_code, body, lock_wait_ms, replayed FROM onsale_ga_hold($1, $2, $3, $4, $5, $6, $7);
 
+-- name: hold_ga_batch
+-- core/ga_batch.py: one row per element, i from 1 in the order sent.
+SELECT i, status_code, body, lock_wait_ms, replayed
+FROM onsale_ga_hold_batch($1, $2::smallint, $3::uuid[], $4::text[], $5::text[], $6::integer[]);
+
 -- name: get_hold
 SELECT hold_id, event_id, status, seats, ga, amount_minor, currency, expires_at, created_at,
        now() AS db_now

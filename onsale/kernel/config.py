@@ -88,6 +88,11 @@ class Settings:
     sweep_interval: float = 1.0
     sweep_batch: int = 500
     ga_rebalance_interval: float = 1.0
+    # GA holds of one tier that arrive together share a transaction (core/ga_batch.py):
+    # at most this many a batch (1: every GA hold alone), this many batches of a tier
+    # at once in a process.
+    ga_batch_max: int = 32
+    ga_batch_inflight: int = 2
     outbox_stream_maxlen: int = 1_000_000
     outbox_retention_seconds: int = 7 * 86400
     cookie_secure: bool = False
@@ -192,6 +197,8 @@ class Settings:
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
             sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
             ga_rebalance_interval=_float(env, "ONSALE_GA_REBALANCE_INTERVAL", 1.0),
+            ga_batch_max=env_int(env, "ONSALE_GA_BATCH_MAX", 32, 1, 1000),
+            ga_batch_inflight=env_int(env, "ONSALE_GA_BATCH_INFLIGHT", 2, 1, 64),
             outbox_stream_maxlen=env_int(
                 env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),
             outbox_retention_seconds=env_int(

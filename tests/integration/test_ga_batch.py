@@ -1,0 +1,235 @@
+"""Batched GA holds (core/ga_batch.py, onsale_ga_hold_batch) against a real PostgreSQL:
+each element gets the answer it would get alone, what a batch cannot settle runs alone,
+and racing batches from several processes never sell a place twice."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from typing import Any
+
+import asyncpg
+
+from onsale.core.ga_batch import GABatcher
+from onsale.core.hold_rules import GARequest, request_digest
+from onsale.core.hold_store import create_ga_hold
+from onsale.core.metrics import Metrics
+from onsale.kernel.db import Database, create_pool
+from onsale.kernel.problems import Problem
+from tests.conftest import Api, audit_clean, make_settings
+from tests.integration.test_hold_concurrency import _accounts
+
+BATCH = ("SELECT i, status_code, body, replayed FROM onsale_ga_hold_batch("
+         "$1, $2::smallint, $3::uuid[], $4::text[], $5::text[], $6::integer[]) ORDER BY i")
+
+
+async def _event(api: Api, capacity: int = 100, stripes: int = 1, **extra: Any) -> int:
+    tier = {"name": "Floor", "price_minor": 100, "capacity": capacity, "stripes": stripes,
+            "max_per_hold": 6, **{k: v for k, v in extra.items() if k == "max_per_account"}}
+    body = {k: v for k, v in extra.items() if k != "max_per_account"}
+    return await api.create_event(seats=1, ga_tiers=[tier], **body)
+
+
+async def _batch(conn: Any, event_id: int, accounts: list[uuid.UUID], quantities: list[int],
+                 keys: list[str] | None = None, digests: list[str] | None = None,
+                 tier_id: int = 1) -> list[dict[str, Any]]:
+    keys = keys or [uuid.uuid4().hex for _ in accounts]
+    digests = digests or ["d"] * len(accounts)
+    rows = await conn.fetch(BATCH, event_id, tier_id, accounts, keys, digests, quantities)
+    return [dict(r) for r in rows]
+
+
+async def _counts(conn: Any, event_id: int) -> tuple[int, int]:
+    row = await conn.fetchrow("SELECT sum(available) AS a, sum(held) AS h FROM ga_buckets "
+                              "WHERE event_id = $1", event_id)
+    return int(row["a"]), int(row["h"])
+
+
+async def test_a_batch_holds_for_every_account_on_one_stripe(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=100, stripes=4)
+    accounts = await _accounts(conn, 5)
+    rows = await _batch(conn, event_id, accounts, [1, 2, 3, 4, 5])
+    assert [r["status_code"] for r in rows] == [201] * 5
+    assert [r["body"]["ga"]["quantity"] for r in rows] == [1, 2, 3, 4, 5]
+    assert not any(r["replayed"] for r in rows)
+    assert await _counts(conn, event_id) == (85, 15)
+    holds = await conn.fetch("SELECT h.hold_id, h.account_id, h.seat_count, p.stripe "
+                             "FROM holds h JOIN ga_hold_places p USING (hold_id) "
+                             "WHERE h.event_id = $1", event_id)
+    assert {r["account_id"] for r in holds} == set(accounts)
+    assert len({r["stripe"] for r in holds}) == 1  # the batch's one stripe
+    assert {str(r["hold_id"]) for r in holds} == {r["body"]["hold_id"] for r in rows}
+    assert await conn.fetchval("SELECT count(*) FROM outbox WHERE event_type = 'hold.created' "
+                               "AND event_id = $1", event_id) == 5
+    await audit_clean(conn)
+
+
+async def test_elements_beyond_the_stripe_go_to_the_spread_stage(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=10, stripes=1)
+    accounts = await _accounts(conn, 4)
+    rows = await _batch(conn, event_id, accounts, [4, 5, 2, 1])
+    # 4 and 5 fit in 10; the 2 does not fit in the 1 left, the 1 does.
+    assert [r["status_code"] for r in rows] == [201, 201, 0, 201]
+    assert rows[2]["body"] is None
+    assert await _counts(conn, event_id) == (0, 10)
+    await audit_clean(conn)
+
+
+async def test_what_a_batch_cannot_settle_is_left_to_the_single_path(
+        api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=50, stripes=2)
+    a, b, c = await _accounts(conn, 3)
+    # the second element of an account, and a quantity above max_per_hold
+    rows = await _batch(conn, event_id, [a, a, b, c], [1, 1, 7, 2])
+    assert [r["status_code"] for r in rows] == [201, None, None, 201]
+    # an unknown tier, and a sale not open yet: every element alone
+    assert {r["status_code"] for r in await _batch(conn, event_id, [a, b], [1, 1],
+                                                   tier_id=9)} == {None}
+    later = await _event(api, onsale_at="2099-01-01T00:00:00Z")
+    assert {r["status_code"] for r in await _batch(conn, later, [a, b], [1, 1])} == {None}
+    assert await _counts(conn, event_id) == (47, 3)
+
+
+async def test_replays_and_key_conflicts_in_a_batch(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=50, stripes=2)
+    a, b = await _accounts(conn, 2)
+    (first,) = await _batch(conn, event_id, [a], [2], keys=["k1"], digests=["d1"])
+    assert first["status_code"] == 201
+    # the same key and request: the stored answer; the same key, another request: alone
+    rows = await _batch(conn, event_id, [a, b], [2, 3], keys=["k1", "k2"], digests=["d1", "d"])
+    assert (rows[0]["status_code"], rows[0]["replayed"]) == (201, True)
+    assert rows[0]["body"] == first["body"]
+    assert rows[1]["status_code"] == 201
+    (conflict,) = await _batch(conn, event_id, [a], [2], keys=["k1"], digests=["other"])
+    assert conflict["status_code"] is None
+    assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1", event_id) == 2
+    await audit_clean(conn)
+
+
+async def test_limits_refuse_one_element_and_not_the_batch(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=50, stripes=1, max_per_account=3,
+                            max_tickets_per_account=10)
+    a, b, c = await _accounts(conn, 3)
+    assert (await _batch(conn, event_id, [a], [3]))[0]["status_code"] == 201
+    rows = await _batch(conn, event_id, [a, b, c], [1, 2, 4])
+    assert [r["status_code"] for r in rows] == [409, 201, 409]  # c: 4 above the tier's 3
+    assert rows[0]["body"] == {"code": "ticket_limit_exceeded", "limit": 3, "owned": 3,
+                               "requested": 1, "tier_id": 1}
+
+
+async def test_the_event_limit_counts_seats_and_places(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=50, stripes=1, max_tickets_per_account=4)
+    (a,) = await _accounts(conn, 1)
+    assert (await _batch(conn, event_id, [a], [3]))[0]["status_code"] == 201
+    (row,) = await _batch(conn, event_id, [a], [2])
+    assert (row["status_code"], row["body"]["code"], row["body"]["owned"]) \
+        == (409, "ticket_limit_exceeded", 3)
+
+
+# --- the batcher, over HTTP's path (create_ga_hold) ---------------------------------------
+
+
+def _digest(event_id: int, request: GARequest) -> str:
+    return request_digest("t", str(event_id), request)
+
+
+async def _database(db_url: str, size: int = 4) -> Database:
+    pool = await create_pool(make_settings(db_url, db_pool_min=1, db_pool_max=size))
+    return Database(pool, acquire_timeout=5.0)
+
+
+async def test_racing_batchers_sell_exactly_the_last_places(
+        api: Api, conn: Any, db_url: str) -> None:
+    """Four processes' batchers (each its pool), 400 shoppers at once, 30 places."""
+    event_id = await _event(api, capacity=30, stripes=4)
+    accounts = await _accounts(conn, 400)
+    dbs = [await _database(db_url) for _ in range(4)]
+    batchers = [GABatcher(db, max_batch=16, inflight=2) for db in dbs]
+    metrics = Metrics()
+    rng = random.Random(11)
+    go = asyncio.Event()
+
+    async def one(n: int, account: uuid.UUID) -> tuple[str, int]:
+        request = GARequest(1, rng.choice((1, 1, 2, 3)))
+        await go.wait()
+        try:
+            outcome = await create_ga_hold(dbs[n % 4], batchers[n % 4], metrics, event_id,
+                                           account, uuid.uuid4().hex,
+                                           _digest(event_id, request), request)
+        except Problem as p:
+            assert p.status == 409, p
+            return p.code, 0
+        return "held", int(outcome.body["ga"]["quantity"])
+
+    try:
+        tasks = [asyncio.create_task(one(n, a)) for n, a in enumerate(accounts)]
+        await asyncio.sleep(0.2)
+        go.set()
+        results = await asyncio.gather(*tasks)
+    finally:
+        for db in dbs:
+            await db.pool.close()
+    assert {code for code, _ in results} <= {"held", "sold_out", "insufficient_quantity"}
+    assert sum(q for _, q in results) == 30
+    assert await _counts(conn, event_id) == (0, 30)
+    assert await conn.fetchval("SELECT sum(quantity) FROM ga_hold_places "
+                               "WHERE event_id = $1 AND status = 'HELD'", event_id) == 30
+    # Requests did share transactions.
+    assert sum(b.elements for b in batchers) > sum(b.batches for b in batchers)
+    await audit_clean(conn)
+
+
+async def test_a_failed_batch_runs_each_element_alone(
+        api: Api, conn: Any, db_url: str) -> None:
+    """A batch statement that fails with an error that is not an outage (here: one that
+    divides by zero) leaves every request to the single path, which holds them all."""
+    event_id = await _event(api, capacity=20, stripes=1)
+    accounts = await _accounts(conn, 6)
+    db = await _database(db_url)
+    batcher = GABatcher(db, max_batch=8, inflight=1)
+    batcher.statement = "SELECT 1 / 0 AS i, $1::bigint, $2::int, $3::uuid[], $4::text[], " \
+                        "$5::text[], $6::int[]"
+    request = GARequest(1, 2)
+    try:
+        outcomes = await asyncio.gather(*(
+            create_ga_hold(db, batcher, Metrics(), event_id, a, uuid.uuid4().hex,
+                           _digest(event_id, request), request) for a in accounts))
+    finally:
+        await db.pool.close()
+    assert batcher.batches >= 1
+    assert [o.status_code for o in outcomes] == [201] * 6  # every one alone, all held
+    assert await _counts(conn, event_id) == (8, 12)
+    await audit_clean(conn)
+
+
+async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_503(
+        api: Api, conn: Any, db_url: str) -> None:
+    """The batch statement runs into the statement timeout (a stripe locked elsewhere):
+    nothing of it is written, and each of its requests gets a clean 503."""
+    event_id = await _event(api, capacity=20, stripes=1)
+    accounts = await _accounts(conn, 3)
+    pool = await create_pool(make_settings(db_url, db_pool_min=1, db_pool_max=4,
+                                           db_request_timeout_ms=300))
+    db = Database(pool, acquire_timeout=5.0)
+    batcher = GABatcher(db, max_batch=8, inflight=1)
+    request = GARequest(1, 1)
+    locker = await asyncpg.connect(db_url)
+    try:
+        tx = locker.transaction()
+        await tx.start()
+        await locker.execute("SELECT * FROM ga_buckets WHERE event_id = $1 FOR UPDATE", event_id)
+        pending = [asyncio.create_task(create_ga_hold(
+            db, batcher, Metrics(), event_id, a, uuid.uuid4().hex, _digest(event_id, request),
+            request)) for a in accounts]
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        await tx.rollback()
+    finally:
+        await locker.close()
+        await pool.close()
+    # The batch's statement was cancelled by the server's timeout: every request of it
+    # gets the 503 that one request alone would get, and nothing is written.
+    assert all(isinstance(r, Problem) and r.status == 503 for r in results), results
+    assert await _counts(conn, event_id) == (20, 0)
+    assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1", event_id) == 0
+    await audit_clean(conn)
