@@ -11,13 +11,13 @@ that commits late is in docs/outbox.md.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
 from redis.asyncio import Redis
 
 from onsale.core.metrics import Metrics
@@ -46,7 +46,9 @@ def message_fields(row: Mapping[str, Any]) -> dict[str, str]:
     """The stream entry for one outbox row (every value is text)."""
     payload = row["payload"]
     if not isinstance(payload, str):  # decoded by the pool's jsonb codec
-        payload = json.dumps(payload, separators=(",", ":"), sort_keys=True)
+        # orjson: a tenth of the standard library's time, the same compact, sorted text
+        # (only non-ASCII characters are written as themselves, not as \u escapes)
+        payload = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()
     return {
         "outbox_id": str(row["outbox_id"]),
         "event_id": str(row["event_id"]),

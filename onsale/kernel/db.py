@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import orjson
 
 from onsale.kernel.breaker import Breaker
 from onsale.kernel.config import Settings
@@ -40,10 +41,12 @@ def named_queries(path: Path) -> dict[str, str]:
 
 
 async def init_connection(conn: Any) -> None:
-    """JSON and JSONB come back as Python objects."""
+    """JSON and JSONB come back as Python objects (read with orjson: every hold's answer
+    and every outbox row is one, and it parses them several times faster than the
+    standard library; written with the standard library, which also takes int keys)."""
     for typename in ("json", "jsonb"):
         await conn.set_type_codec(
-            typename, encoder=json.dumps, decoder=json.loads, schema="pg_catalog",
+            typename, encoder=json.dumps, decoder=orjson.loads, schema="pg_catalog",
         )
 
 
