@@ -12,13 +12,16 @@ Each request still gets its own answer, the one ``onsale_ga_hold`` would give. A
 element the batch cannot settle comes back as ``None`` (run it alone, through
 ``onsale_ga_hold``) or with status 0 (its stripe was short: the spread stage,
 alone). A batch that fails with a database error that is not an outage is run
-again element by element, alone; an outage is every element's 503.
+again element by element, alone; an outage is every element's 503. A request
+waits in the queue at most as long as it would wait for a pool connection
+(``ONSALE_DB_ACQUIRE_TIMEOUT``), then gets the same 503.
 docs/general-admission.md#batched-holds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -29,8 +32,14 @@ import asyncpg
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import Database
+from onsale.kernel.problems import Problem
+
+log = logging.getLogger("onsale.ga_batch")
 
 Row = dict[str, Any]  # status_code, body, lock_wait_ms, replayed
+MAX_BATCH = 64  # advisory locks a batch takes at most (one per account): the lock table
+QUEUED_TOO_LONG = "The database is busy: this request waited too long for its turn; retry."
+STOPPED = "This process is stopping; retry with the same Idempotency-Key."
 
 
 @dataclass
@@ -40,35 +49,42 @@ class _Request:
     digest: str
     quantity: int
     answer: asyncio.Future[Row | None]
+    since: float = 0.0  # loop time it was queued
 
 
 @dataclass
 class _Lane:
-    """The waiting requests of one (event, tier) and how many of its batches run."""
+    """The waiting requests of one (event, tier), how many of its batches run, and the
+    accounts in those batches (a second request of one waits until its batch is done,
+    so the first one's hold counts against its limits and one account's burst never
+    makes every batch queue behind its advisory lock)."""
 
     waiting: deque[_Request] = field(default_factory=deque)
     running: int = 0
+    busy: set[uuid.UUID] = field(default_factory=set)
 
 
 class GABatcher:
     def __init__(self, db: Database, metrics: Metrics | None = None, *, max_batch: int = 32,
-                 inflight: int = 2) -> None:
+                 inflight: int = 2, max_wait: float | None = None) -> None:
         self.db = db
         self.metrics = metrics
-        self.max_batch = max_batch
+        self.max_batch = max(1, min(max_batch, MAX_BATCH))
         self.inflight = inflight
+        self.max_wait = getattr(db, "acquire_timeout", 1.0) if max_wait is None else max_wait
+        self.statement = queries("holds")["hold_ga_batch"]
         self._lanes: dict[tuple[int, int], _Lane] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.statement = queries("holds")["hold_ga_batch"]
         self.batches = 0  # batches sent (tests and the bench read these)
         self.elements = 0
 
     async def hold(self, event_id: int, tier_id: int, account: uuid.UUID, key: str,
                    digest: str, quantity: int) -> Row | None:
         """This request's answer row from a batch, or None: run it alone."""
+        loop = asyncio.get_running_loop()
         lane = self._lanes.setdefault((event_id, tier_id), _Lane())
-        answer: asyncio.Future[Row | None] = asyncio.get_running_loop().create_future()
-        lane.waiting.append(_Request(account, key, digest, quantity, answer))
+        answer: asyncio.Future[Row | None] = loop.create_future()
+        lane.waiting.append(_Request(account, key, digest, quantity, answer, loop.time()))
         if lane.running < self.inflight:
             lane.running += 1
             task = asyncio.create_task(self._drain(event_id, tier_id, lane),
@@ -79,23 +95,41 @@ class GABatcher:
 
     async def _drain(self, event_id: int, tier_id: int, lane: _Lane) -> None:
         try:
-            while lane.waiting:
-                await self._send(event_id, tier_id, self._take(lane))
+            while batch := self._take(lane, asyncio.get_running_loop().time()):
+                lane.busy.update(r.account for r in batch)
+                try:
+                    await self._send(event_id, tier_id, batch)
+                finally:
+                    lane.busy.difference_update(r.account for r in batch)
+        except BaseException:  # cancelled (shutting down): nobody is left waiting
+            for request in lane.waiting:
+                if not request.answer.done():
+                    request.answer.set_exception(Problem(503, "inventory_unavailable",
+                                                         detail=STOPPED))
+            lane.waiting.clear()
+            raise
         finally:
             lane.running -= 1
             if lane.running == 0 and not lane.waiting:
                 self._lanes.pop((event_id, tier_id), None)
 
-    def _take(self, lane: _Lane) -> list[_Request]:
-        """The next batch: the oldest waiting requests, one per account (a second request
-        of an account waits for the next batch, where the first one's hold counts
-        against its limits), at most ``max_batch``."""
+    def _take(self, lane: _Lane, now: float) -> list[_Request]:
+        """The next batch: the oldest waiting requests, at most ``max_batch``, one per
+        account and none of an account in a batch still running (those wait, in their
+        place). Requests gone meanwhile are dropped; those queued past ``max_wait`` get
+        the 503 of a request that waited too long for a connection."""
         batch: list[_Request] = []
         accounts: set[uuid.UUID] = set()
         later: list[_Request] = []
         while lane.waiting and len(batch) < self.max_batch:
             request = lane.waiting.popleft()
-            if request.account in accounts:
+            if request.answer.done():  # its request went away (client gone, timed out)
+                continue
+            if now - request.since > self.max_wait:
+                request.answer.set_exception(Problem(503, "inventory_unavailable",
+                                                     detail=QUEUED_TOO_LONG))
+                continue
+            if request.account in accounts or request.account in lane.busy:
                 later.append(request)
             else:
                 accounts.add(request.account)
@@ -112,12 +146,21 @@ class GABatcher:
                     self.statement, event_id, tier_id,
                     [r.account for r in batch], [r.key for r in batch],
                     [r.digest for r in batch], [r.quantity for r in batch])
-        except asyncpg.PostgresError:
-            rows = None  # not an outage: every element alone, where errors mean what they say
+        except asyncpg.PostgresError as exc:
+            # Not an outage (db.connection turns those into the 503): every element
+            # alone, where an error means what it says about that one request.
+            rows = None
+            log.warning("GA hold batch of %d failed (%s %s); each runs alone", len(batch),
+                        getattr(exc, "sqlstate", ""), type(exc).__name__)
+            if self.metrics is not None:
+                self.metrics.ga_batch_failures.labels(
+                    sqlstate=str(getattr(exc, "sqlstate", "") or "")).inc()
+                if isinstance(exc, asyncpg.DeadlockDetectedError):
+                    self.metrics.deadlock_retries.inc()
         except Exception as exc:  # an outage (the 503 problem), or a bug: every element's
             failure = exc
-        except BaseException as exc:  # cancelled (shutting down): nobody is left waiting
-            failure = exc
+        except BaseException:  # cancelled (shutting down)
+            failure = Problem(503, "inventory_unavailable", detail=STOPPED)
             raise
         finally:
             self.batches += 1
@@ -128,9 +171,7 @@ class GABatcher:
             for n, request in enumerate(batch, start=1):
                 if request.answer.done():  # its request went away meanwhile
                     continue
-                if isinstance(failure, Exception):
+                if failure is not None:
                     request.answer.set_exception(failure)
-                elif failure is not None:
-                    request.answer.cancel()
                 else:
                     request.answer.set_result(by_element.get(n))

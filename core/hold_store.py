@@ -178,9 +178,16 @@ async def create_ga_hold(
     if row is None or row["status_code"] in (None, 0):
         spread = row is not None and row["status_code"] == 0
         metrics.ga_batch_alone.labels(reason="spread" if spread else "alone").inc()
-        async with db.connection() as conn:  # alone: it records its own outcome
-            return await create_hold(conn, metrics, event_id, account_id, key, digest,
-                                     request, spread=spread, started=started)
+        alone = False
+        try:
+            async with db.connection() as conn:
+                alone = True  # from here create_hold records the outcome
+                return await create_hold(conn, metrics, event_id, account_id, key, digest,
+                                         request, spread=spread, started=started)
+        except Problem as problem:
+            if not alone:  # no connection for it (the 503)
+                record(metrics, started, problem.code)
+            raise
     code = "internal_error"
     try:
         outcome = answer(metrics, row)

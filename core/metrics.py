@@ -113,6 +113,11 @@ class Metrics:
             "path: spread (their stripe was short) or alone (anything else, or the batch "
             "failed)", ["reason"], registry=r,
         )
+        self.ga_batch_failures = Counter(
+            "onsale_ga_batch_failures_total", "GA hold batches that failed with a database "
+            "error that is not an outage (each request then ran alone), by SQLSTATE",
+            ["sqlstate"], registry=r,
+        )
         self.ga_rebalance_errors = Counter(
             "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed", registry=r,
         )

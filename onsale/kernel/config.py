@@ -197,7 +197,7 @@ class Settings:
             sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
             sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
             ga_rebalance_interval=_float(env, "ONSALE_GA_REBALANCE_INTERVAL", 1.0),
-            ga_batch_max=env_int(env, "ONSALE_GA_BATCH_MAX", 32, 1, 1000),
+            ga_batch_max=env_int(env, "ONSALE_GA_BATCH_MAX", 32, 1, 64),
             ga_batch_inflight=env_int(env, "ONSALE_GA_BATCH_INFLIGHT", 2, 1, 64),
             outbox_stream_maxlen=env_int(
                 env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),

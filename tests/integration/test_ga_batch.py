@@ -233,3 +233,115 @@ async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_5
     assert await _counts(conn, event_id) == (20, 0)
     assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1", event_id) == 0
     await audit_clean(conn)
+
+
+async def test_a_short_tier_answers_before_the_limits_as_alone(api: Api, conn: Any) -> None:
+    """Sold out and at its limit: alone the answer is sold_out (the fail-fast read comes
+    first), and so it is in a batch; a replay still replays."""
+    event_id = await _event(api, capacity=4, stripes=1, max_tickets_per_account=4)
+    a, b = await _accounts(conn, 2)
+    (first,) = await _batch(conn, event_id, [a], [4], keys=["k"], digests=["d"])
+    assert first["status_code"] == 201
+    rows = await _batch(conn, event_id, [a, b, a], [1, 2, 4], keys=["x", "y", "k"],
+                        digests=["d", "d", "d"])
+    assert [r["status_code"] for r in rows] == [409, 409, 201]
+    assert rows[0]["body"] == {"code": "sold_out", "available": 0, "requested": 1}
+    assert rows[1]["body"]["code"] == "sold_out"
+    assert rows[2]["replayed"] and rows[2]["body"] == first["body"]
+
+
+async def test_a_key_whose_record_expired_runs_alone(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=20, stripes=1)
+    a, b = await _accounts(conn, 2)
+    assert (await _batch(conn, event_id, [a], [1], keys=["old"]))[0]["status_code"] == 201
+    await conn.execute("DELETE FROM idempotency_keys WHERE account_id = $1", a)  # retention
+    rows = await _batch(conn, event_id, [a, b], [1, 1], keys=["old", "new"])
+    # alone it gets its idempotency_conflict; the other one is not sunk with it
+    assert [r["status_code"] for r in rows] == [None, 201]
+
+
+async def test_the_event_limit_counts_seat_holds_too(api: Api, conn: Any) -> None:
+    event_id = await _event(api, capacity=50, stripes=1, max_tickets_per_account=3)
+    account = await api.account(conn)
+    async with api.client(account) as c:
+        r = await c.post(f"/api/events/{event_id}/holds", json={"seat_ids": [1]},
+                         headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert r.status_code == 201, r.text
+    (row,) = await _batch(conn, event_id, [account], [3])
+    assert (row["status_code"], row["body"]["owned"], row["body"]["limit"]) == (409, 1, 3)
+    (row,) = await _batch(conn, event_id, [account], [2])
+    assert row["status_code"] == 201
+
+
+async def test_a_request_gone_while_queued_makes_no_hold(
+        api: Api, conn: Any, db_url: str) -> None:
+    """The first batch waits for a stripe locked elsewhere; a second request queued
+    behind it is cancelled (its client went away): it is never sent."""
+    event_id = await _event(api, capacity=20, stripes=1)
+    a, b = await _accounts(conn, 2)
+    db = await _database(db_url)
+    batcher = GABatcher(db, max_batch=8, inflight=1)
+    request = GARequest(1, 1)
+    locker = await asyncpg.connect(db_url)
+    try:
+        tx = locker.transaction()
+        await tx.start()
+        await locker.execute("SELECT * FROM ga_buckets WHERE event_id = $1 FOR UPDATE", event_id)
+        first = asyncio.create_task(create_ga_hold(
+            db, batcher, Metrics(), event_id, a, uuid.uuid4().hex, _digest(event_id, request),
+            request))
+        await asyncio.sleep(0.2)  # in the database, waiting for the stripe
+        second = asyncio.create_task(create_ga_hold(
+            db, batcher, Metrics(), event_id, b, uuid.uuid4().hex, _digest(event_id, request),
+            request))
+        await asyncio.sleep(0.05)
+        second.cancel()
+        await tx.rollback()
+        assert (await first).status_code == 201
+    finally:
+        await locker.close()
+        await db.pool.close()
+    assert second.cancelled()
+    assert await conn.fetchval("SELECT array_agg(account_id) FROM holds WHERE event_id = $1",
+                               event_id) == [a]
+    assert batcher.elements == 1
+    await audit_clean(conn)
+
+
+async def test_racing_batchers_keep_each_account_within_the_tier_limit(
+        api: Api, conn: Any, db_url: str) -> None:
+    """60 accounts each send 4 requests at once through 3 processes' batchers, on a tier
+    that allows 3 places an account: nobody gets more, and the audit agrees."""
+    event_id = await _event(api, capacity=1000, stripes=4, max_per_account=3,
+                            max_tickets_per_account=10)
+    accounts = await _accounts(conn, 60)
+    dbs = [await _database(db_url) for _ in range(3)]
+    batchers = [GABatcher(db, max_batch=16, inflight=2) for db in dbs]
+    rng = random.Random(3)
+    go = asyncio.Event()
+
+    async def one(n: int, account: uuid.UUID) -> str:
+        request = GARequest(1, rng.choice((1, 2)))
+        await go.wait()
+        try:
+            await create_ga_hold(dbs[n % 3], batchers[n % 3], Metrics(), event_id, account,
+                                 uuid.uuid4().hex, _digest(event_id, request), request)
+        except Problem as p:
+            assert (p.status, p.code) == (409, "ticket_limit_exceeded"), p
+            return p.code
+        return "held"
+
+    try:
+        tasks = [asyncio.create_task(one(n, a))
+                 for n, a in enumerate(a for a in accounts for _ in range(4))]
+        await asyncio.sleep(0.2)
+        go.set()
+        results = await asyncio.gather(*tasks)
+    finally:
+        for db in dbs:
+            await db.pool.close()
+    assert "ticket_limit_exceeded" in results and "held" in results
+    most = await conn.fetchval("SELECT max(s) FROM (SELECT sum(seat_count) AS s FROM holds "
+                               "WHERE event_id = $1 GROUP BY account_id) t", event_id)
+    assert most <= 3
+    await audit_clean(conn)

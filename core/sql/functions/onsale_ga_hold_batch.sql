@@ -11,12 +11,16 @@
 --     quantity out of bounds, a key reused for another request, an account
 --     that already has an element in this batch): nothing was written for it;
 --     run onsale_ga_hold for it alone, which answers or raises as it does.
--- The same rules as onsale_ga_hold: every account's advisory lock first (in
--- key order, so two batches never wait on each other in a cycle), then the
--- limits under them, then one stripe row (the one the batch's first new hold
--- id hashes to), taken in element order while it lasts, then every hold, its
--- places, key record and outbox row. All or nothing for the batch: any error
--- leaves nothing, and the caller runs every element alone.
+-- The same rules as onsale_ga_hold: an element asking more than the tier has
+-- left in committed state (and no expired hold of the tier about to give
+-- places back) is refused before any lock, after its replay check; then every
+-- other account's advisory lock (in key order, so two batches never wait on
+-- each other in a cycle), the limits under them, one stripe row (the one the
+-- batch's first new hold id hashes to), taken in element order while it
+-- lasts, then every hold, its places, key record and outbox row (key records
+-- and holds in (account, key) order, as two batches on two events could
+-- otherwise each wait for the other's key row). All or nothing for the batch:
+-- any error leaves nothing, and the caller runs every element alone.
 -- requires: onsale_ga_short
 
 CREATE OR REPLACE FUNCTION onsale_ga_hold_batch(
@@ -48,6 +52,8 @@ DECLARE
     v_inserted integer;
     v_made integer := 0;
     v_open boolean := false;
+    v_left bigint;
+    v_short boolean[] := array_fill(false, ARRAY[v_n]);
 BEGIN
     SELECT e.hold_ttl_seconds, e.currency, e.max_tickets_per_account, e.onsale_at
     INTO v_event FROM events e WHERE e.event_id = p_event_id;
@@ -62,14 +68,41 @@ BEGIN
         RETURN;
     END IF;
 
-    FOR v_lock IN SELECT DISTINCT hashtextextended(a::text, p_event_id)
-                  FROM unnest(p_accounts) AS a ORDER BY 1 LOOP
+    -- Fail fast, as onsale_ga_hold: too few places in committed state, and no
+    -- expired hold of the tier whose places are about to come back.
+    SELECT coalesce(sum(b.available), 0) INTO v_left
+    FROM ga_buckets b WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id;
+    IF EXISTS (SELECT 1 FROM unnest(p_quantities) AS q WHERE q > v_left) AND NOT EXISTS (
+            SELECT 1 FROM holds h
+            WHERE h.event_id = p_event_id AND h.ga_tier_id = p_tier_id
+              AND h.status = 'HELD' AND h.expires_at <= now()) THEN
+        FOR k IN 1 .. v_n LOOP
+            CONTINUE WHEN p_quantities[k] <= v_left OR p_quantities[k] < 1
+                       OR p_quantities[k] > v_tier.max_per_hold;
+            v_short[k] := true;
+            SELECT ik.digest, ik.status_code, ik.response INTO v_prev
+            FROM idempotency_keys ik
+            WHERE ik.account_id = p_accounts[k] AND ik.key = p_keys[k];
+            IF NOT FOUND THEN
+                v_status[k] := 409;
+                v_body[k] := onsale_ga_short(v_left::integer, p_quantities[k]);
+            ELSIF v_prev.digest = p_digests[k] THEN
+                v_status[k] := v_prev.status_code;
+                v_body[k] := v_prev.response;
+                v_replayed[k] := true;
+            END IF;  -- else NULL: onsale_ga_hold raises idempotency_conflict
+        END LOOP;
+    END IF;
+
+    FOR v_lock IN SELECT DISTINCT hashtextextended(p_accounts[k]::text, p_event_id)
+                  FROM generate_subscripts(p_accounts, 1) AS k WHERE NOT v_short[k]
+                  ORDER BY 1 LOOP
         PERFORM pg_advisory_xact_lock(v_lock);
     END LOOP;
 
     FOR k IN 1 .. v_n LOOP
-        CONTINUE WHEN p_quantities[k] < 1 OR p_quantities[k] > v_tier.max_per_hold
-                   OR p_accounts[k] = ANY (v_seen);
+        CONTINUE WHEN v_short[k] OR p_quantities[k] < 1
+                   OR p_quantities[k] > v_tier.max_per_hold OR p_accounts[k] = ANY (v_seen);
         v_seen := v_seen || p_accounts[k];
         SELECT ik.digest, ik.status_code, ik.response INTO v_prev
         FROM idempotency_keys ik WHERE ik.account_id = p_accounts[k] AND ik.key = p_keys[k];
@@ -81,6 +114,10 @@ BEGIN
             END IF;  -- else NULL: onsale_ga_hold raises idempotency_conflict
             CONTINUE;
         END IF;
+        -- A hold made under this key whose key record has expired: alone, to get
+        -- its idempotency_conflict (the hold's insert would fail the whole batch).
+        CONTINUE WHEN EXISTS (SELECT 1 FROM holds h WHERE h.account_id = p_accounts[k]
+                                                      AND h.idempotency_key = p_keys[k]);
         SELECT coalesce(sum(h.seat_count), 0) INTO v_owned
         FROM holds h
         WHERE h.event_id = p_event_id AND h.account_id = p_accounts[k]
@@ -121,6 +158,7 @@ BEGIN
         SELECT b.available INTO v_avail FROM ga_buckets b
         WHERE b.event_id = p_event_id AND b.tier_id = p_tier_id AND b.stripe = v_stripe
         FOR UPDATE;
+        v_avail := coalesce(v_avail, 0);  -- no such stripe row: nothing fits, all spread
         v_wait := extract(epoch FROM clock_timestamp() - v_t0) * 1000;
         v_expires := clock_timestamp() + make_interval(secs => v_event.hold_ttl_seconds);
         FOR k IN 1 .. v_n LOOP
@@ -156,6 +194,7 @@ BEGIN
                                       resource_id)
         SELECT p_accounts[k], p_keys[k], p_digests[k], 201, v_body[k], v_hold[k]
         FROM generate_subscripts(v_hold, 1) AS k WHERE v_want[k]
+        ORDER BY p_accounts[k], p_keys[k]
         ON CONFLICT DO NOTHING;
         GET DIAGNOSTICS v_inserted = ROW_COUNT;
         IF v_inserted <> v_made THEN  -- a twin got in first: every element alone
@@ -168,7 +207,8 @@ BEGIN
         SELECT v_hold[k], p_event_id, p_accounts[k], p_keys[k], 'HELD', '{}', '[]',
                p_quantities[k], p_quantities[k] * v_tier.price_minor, v_event.currency,
                v_expires, p_tier_id, v_body[k] -> 'ga'
-        FROM generate_subscripts(v_hold, 1) AS k WHERE v_want[k];
+        FROM generate_subscripts(v_hold, 1) AS k WHERE v_want[k]
+        ORDER BY p_accounts[k], p_keys[k];
         INSERT INTO ga_hold_places (hold_id, event_id, tier_id, stripe, quantity)
         SELECT v_hold[k], p_event_id, p_tier_id, v_stripe, p_quantities[k]
         FROM generate_subscripts(v_hold, 1) AS k WHERE v_want[k];
@@ -178,6 +218,9 @@ BEGIN
         ORDER BY k;
     END IF;
 
-    RETURN QUERY SELECT k, v_status[k], v_body[k], v_wait, v_replayed[k]
+    RETURN QUERY SELECT k, v_status[k], v_body[k],
+                        CASE WHEN v_status[k] = 201 AND NOT v_replayed[k] THEN v_wait
+                             ELSE 0 END,
+                        v_replayed[k]
                  FROM generate_subscripts(p_accounts, 1) AS k;
 END $$;
