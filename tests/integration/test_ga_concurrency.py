@@ -10,17 +10,19 @@ import uuid
 from typing import Any
 
 import asyncpg
+import pytest
 
 from onsale.core.audit import format_report, run_audit
+from onsale.core.ga_batch import GABatcher
 from onsale.core.ga_quota import rebalance_all
 from onsale.core.hold_rules import GARequest, request_digest
-from onsale.core.hold_store import create_hold
+from onsale.core.hold_store import create_ga_hold, create_hold
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.core.sweeper import sweep_once
-from onsale.kernel.db import init_connection
+from onsale.kernel.db import Database, create_pool, init_connection
 from onsale.kernel.problems import Problem
-from tests.conftest import Api, audit_clean
+from tests.conftest import Api, audit_clean, make_settings
 from tests.integration.test_hold_concurrency import _accounts
 
 
@@ -98,10 +100,13 @@ async def test_a_replayed_key_under_a_race_creates_one_hold(
     await audit_clean(conn)
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batched"])
 async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
-        api: Api, conn: Any, db_url: str) -> None:
+        api: Api, conn: Any, db_url: str, batched: bool) -> None:
     """Two seconds of everything at once on one hot tier, across the 1 s expiry
-    boundary; an auditor checks every invariant in its own snapshot meanwhile."""
+    boundary; an auditor checks every invariant in its own snapshot meanwhile.
+    ``batched``: the holds go through two processes' batchers (core/ga_batch.py), as
+    the HTTP route sends them."""
     event_id = await api.create_event(
         seats=1, hold_ttl_seconds=1, max_tickets_per_account=100,
         ga_tiers=[{"name": "Floor", "price_minor": 100, "capacity": 60, "stripes": 4,
@@ -113,13 +118,30 @@ async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
     violations: list[str] = []
     counts = {"held": 0, "released": 0, "sold": 0, "swept": 0, "rebalanced": 0, "audits": 0}
 
+    dbs = [Database(await create_pool(make_settings(db_url, db_pool_min=1, db_pool_max=3)),
+                    acquire_timeout=5.0) for _ in range(2 if batched else 0)]
+    batchers = [GABatcher(db, max_batch=8, inflight=2) for db in dbs]
+
     def running() -> bool:
         return asyncio.get_running_loop().time() < deadline
+
+    async def hold(c: Any, account: uuid.UUID, quantity: int) -> tuple[str, Any]:
+        if not batched:
+            return await attempt(c, metrics, event_id, account, quantity)
+        request = GARequest(1, quantity)
+        n = hash(account) % 2
+        try:
+            outcome = await create_ga_hold(dbs[n], batchers[n], metrics, event_id, account,
+                                           uuid.uuid4().hex,
+                                           request_digest("t", str(event_id), request), request)
+        except Problem as p:
+            return p.code, p
+        return "held", outcome
 
     async def shopper(c: Any, account: uuid.UUID, rng: random.Random) -> None:
         q = queries("holds")
         while running():
-            code, outcome = await attempt(c, metrics, event_id, account, rng.randint(1, 4))
+            code, outcome = await hold(c, account, rng.randint(1, 4))
             if code != "held":
                 await asyncio.sleep(0.01)
                 continue
@@ -165,8 +187,12 @@ async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
             sweeper(conns[24]), rebalancer(conns[25]), auditor(conns[26]), auditor(conns[27]))
     finally:
         await asyncio.gather(*(c.close() for c in conns))
+        for db in dbs:
+            await db.pool.close()
     assert not violations, violations[0]
     assert counts["audits"] >= 4 and counts["held"] > 10 and counts["sold"] > 0
+    if batched:
+        assert sum(b.batches for b in batchers) > 0
     assert counts["released"] > 0
     # Holds crossed their deadline: ended by the sweeper or by a hold attempt that
     # found the tier short (whichever came first).
