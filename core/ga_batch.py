@@ -66,7 +66,7 @@ class _Lane:
 
 class GABatcher:
     def __init__(self, db: Database, metrics: Metrics | None = None, *, max_batch: int = 32,
-                 inflight: int = 2, max_wait: float | None = None) -> None:
+                 inflight: int = 1, max_wait: float | None = None) -> None:
         self.db = db
         self.metrics = metrics
         self.max_batch = max(1, min(max_batch, MAX_BATCH))

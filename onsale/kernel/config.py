@@ -92,7 +92,7 @@ class Settings:
     # at most this many a batch (1: every GA hold alone), this many batches of a tier
     # at once in a process.
     ga_batch_max: int = 32
-    ga_batch_inflight: int = 2
+    ga_batch_inflight: int = 1
     outbox_stream_maxlen: int = 1_000_000
     outbox_retention_seconds: int = 7 * 86400
     cookie_secure: bool = False
@@ -198,7 +198,7 @@ class Settings:
             sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
             ga_rebalance_interval=_float(env, "ONSALE_GA_REBALANCE_INTERVAL", 1.0),
             ga_batch_max=env_int(env, "ONSALE_GA_BATCH_MAX", 32, 1, 64),
-            ga_batch_inflight=env_int(env, "ONSALE_GA_BATCH_INFLIGHT", 2, 1, 64),
+            ga_batch_inflight=env_int(env, "ONSALE_GA_BATCH_INFLIGHT", 1, 1, 64),
             outbox_stream_maxlen=env_int(
                 env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),
             outbox_retention_seconds=env_int(
