@@ -31,9 +31,11 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections import Counter
@@ -45,12 +47,10 @@ from bench.figures import figure
 from bench.holds import (
     TICKETS_PER_ACCOUNT,
     Conn,
-    Load,
     Stack,
     admit,
     against_server,
     cpu_sample,
-    cpu_text,
     cpu_used,
     find_stack,
     pct,
@@ -214,6 +214,119 @@ def pgbench_batch_ceiling(url: str, args: argparse.Namespace, event_id: int,
     return (holds_of(url, event_id) - before) / (time.perf_counter() - started)
 
 
+@dataclasses.dataclass
+class Measured:
+    """One measured window of GA hold attempts, from either generator."""
+
+    attempts: int
+    elapsed: float
+    outcomes: Counter[str]
+    p50: float  # ms
+    p95: float
+    p99: float
+    mean: float
+    cpu: dict[str, float]  # CPU seconds by party (those found)
+
+    @property
+    def rate(self) -> float:
+        return self.attempts / self.elapsed
+
+    def cpu_text(self) -> str:
+        return ", ".join(f"{party} {self.cpu[party] / self.attempts * 1e6:,.0f} µs"
+                         for party in self.cpu)
+
+
+def measured(latencies: list[float], outcomes: Counter[str], elapsed: float) -> Measured:
+    ms = sorted(v * 1000 for v in latencies)
+    return Measured(len(ms), elapsed, outcomes, pct(ms, 0.50), pct(ms, 0.95), pct(ms, 0.99),
+                    statistics.fmean(ms), {})
+
+
+# wrk's Lua: each request a new Idempotency-Key, a random shopper (cookie) and 1-6
+# places on tier 1; answers counted by status and problem code; the summary printed as
+# "ga-wrk <name> <value>" lines.
+WRK_SCRIPT = r"""
+local cookies, threads = {}, {}
+counts = {}  -- a global: done() reads each thread's with thread:get
+local quantities = {1, 2, 2, 3, 4, 6}
+local path
+setup = function(thread)
+  thread:set("seed", #threads + 1)
+  table.insert(threads, thread)
+end
+init = function(args)
+  path = args[1]
+  for line in io.lines(args[2]) do cookies[#cookies + 1] = line end
+  math.randomseed(tonumber(args[3]) + seed * 7919)  -- a seed per run: keys never repeat
+end
+request = function()
+  local key = string.format("%08x%08x%04x", math.random(0, 0x7fffffff),
+                            math.random(0, 0x7fffffff), math.random(0, 0xffff))
+  return wrk.format("POST", path, {["Cookie"] = cookies[math.random(#cookies)],
+                                   ["Idempotency-Key"] = key,
+                                   ["Content-Type"] = "application/json"},
+                    '{"ga":{"tier_id":1,"quantity":' .. quantities[math.random(#quantities)]
+                    .. '}}')
+end
+response = function(status, headers, body)
+  local code = "held"
+  if status ~= 201 then
+    code = body and body:match('"code":%s*"([%w_]+)"') or tostring(status)
+    if status >= 500 then code = status .. " " .. code end
+  end
+  counts[code] = (counts[code] or 0) + 1
+end
+done = function(summary, latency, requests)
+  io.write(string.format("ga-wrk requests %d\nga-wrk duration_us %d\n", summary.requests,
+                         summary.duration))
+  io.write(string.format("ga-wrk errors %d\n", summary.errors.connect + summary.errors.read
+                         + summary.errors.write + summary.errors.timeout))
+  for _, p in ipairs({50, 95, 99}) do
+    io.write(string.format("ga-wrk p%d %d\n", p, latency:percentile(p)))
+  end
+  io.write(string.format("ga-wrk mean %f\n", latency.mean))
+  for _, thread in ipairs(threads) do
+    for code, n in pairs(thread:get("counts")) do
+      io.write(string.format("ga-wrk outcome:%s %d\n", code, n))
+    end
+  end
+end
+"""
+
+
+def drive_wrk(args: argparse.Namespace, host: str, port: int, event_id: int,
+              cookies: list[str]) -> Measured:
+    """``--duration`` of attempts from wrk (one thread, ``--concurrency`` connections):
+    a generator that costs the shared cores a fraction of the Python one's."""
+    with tempfile.TemporaryDirectory(prefix="onsale-ga-wrk-") as where:
+        script, jar = Path(where) / "ga.lua", Path(where) / "cookies"
+        script.write_text(WRK_SCRIPT)
+        jar.write_text("\n".join(cookies) + "\n")
+        out = subprocess.run(
+            ["wrk", "-t", "1", "-c", str(args.concurrency), "-d", f"{int(args.duration)}s",
+             "--timeout", "10s", "-s", str(script), f"http://{host}:{port}", "--",
+             f"/api/events/{event_id}/holds", str(jar), str(random.randrange(1, 2**31))],
+            check=False, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"wrk failed ({out.returncode}): {out.stderr.strip()[-1000:]}")
+    values: dict[str, float] = {}
+    outcomes: Counter[str] = Counter()
+    for line in out.stdout.splitlines():
+        if line.startswith("ga-wrk "):
+            _, name, value = line.split(" ", 2)
+            if name.startswith("outcome:"):
+                outcomes[name.removeprefix("outcome:")] += int(value)
+            else:
+                values[name] = float(value)
+    if not values.get("requests"):
+        raise SystemExit(f"wrk completed no GA hold attempt:\n{out.stdout[-2000:]}")
+    if values.get("errors"):
+        outcomes["socket errors"] += int(values["errors"])
+    return Measured(int(values["requests"]), values["duration_us"] / 1e6, outcomes,
+                    values["p50"] / 1000, values["p95"] / 1000, values["p99"] / 1000,
+                    values["mean"] / 1000, {})
+
+
 def batch_counters(host: str, ports: list[int]) -> tuple[float, float, float]:
     """(GA hold requests sent in batches, batches, requests left to the single path) so
     far, over the core processes' /metrics (core/ga_batch.py)."""
@@ -261,36 +374,38 @@ def measure_on(args: argparse.Namespace, stack: Stack, host: str, port: int,
                ports: list[int], server: DevServer | None, data_dir: Path) -> int:
     url = server.database_url() if server is not None else database_url(data_dir)
     sessions: list[str] | None = None
-    results: dict[int, tuple[Load, float | None]] = {}
+    results: dict[int, tuple[Measured, float | None]] = {}
     for stripes in args.stripes:
         event_id, sessions, cookies = asyncio.run(
             setup(args, host, port, [big_tier(stripes)], sessions, args.hold_ttl))
         before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
         batched = batch_counters(host, ports)
         with profiled(stack, f"ga-{stripes}"):  # ONSALE_BENCH_PROFILE=<dir>: py-spy
-            latencies, outcomes, elapsed, _ = run_fast(drive(args, host, ports, event_id,
-                                                             cookies))
-        cpu = cpu_used(stack, before, cpu_sample(stack))
+            if args.generator == "wrk":
+                result = drive_wrk(args, host, port, event_id, cookies)
+            else:
+                latencies, outcomes, elapsed, _ = run_fast(drive(args, host, ports, event_id,
+                                                                 cookies))
+                if not latencies:
+                    raise SystemExit("no GA hold attempt completed")
+                outcomes.pop("places_1", None)
+                result = measured(latencies, outcomes, elapsed)
+        result.cpu = cpu_used(stack, before, cpu_sample(stack))
         sent, batches, alone = (b - a for a, b in zip(batched, batch_counters(host, ports),
                                                       strict=True))
-        if not latencies:
-            raise SystemExit("no GA hold attempt completed")
-        outcomes.pop("places_1", None)
-        result = Load(args.concurrency, sorted(v * 1000 for v in latencies), outcomes,
-                      elapsed, cpu)
         size = max(1, round(sent / batches)) if batches else 1
         ceiling = pgbench_batch_ceiling(url, args, event_id, size) if args.pgbench else None
         single = pgbench_ceiling(url, args, event_id) if args.pgbench else None
         results[stripes] = (result, ceiling)
-        ms = result.ms
         print(f"GA holds over HTTP: event {event_id}, one tier in {stripes} stripe(s), "
-              f"{args.concurrency} connections, {elapsed:.1f}s")
+              f"{args.concurrency} connections from {args.generator}, {result.elapsed:.1f}s")
         print(f"  attempts/s      {result.rate:,.0f}  ({result.attempts:,} attempts)")
-        print("  outcomes        " + ", ".join(f"{k}={v:,}" for k, v in outcomes.most_common()))
-        print(f"  latency ms      p50={pct(ms, 0.50):.1f} p95={pct(ms, 0.95):.1f} "
-              f"p99={pct(ms, 0.99):.1f} mean={statistics.fmean(ms):.1f}")
-        if cpu:
-            print(f"  CPU per attempt {cpu_text(result)}")
+        print("  outcomes        " + ", ".join(f"{k}={v:,}"
+                                              for k, v in result.outcomes.most_common()))
+        print(f"  latency ms      p50={result.p50:.1f} p95={result.p95:.1f} "
+              f"p99={result.p99:.1f} mean={result.mean:.1f}")
+        if result.cpu:
+            print(f"  CPU per attempt {result.cpu_text()}")
         print(f"  batches         {batches:,.0f} of {sent / batches if batches else 0:.1f} "
               f"requests on average (ONSALE_GA_BATCH_MAX, core/ga_batch.py); {alone:,.0f} "
               "left to the single path")
@@ -302,13 +417,13 @@ def measure_on(args: argparse.Namespace, stack: Stack, host: str, port: int,
                   f"({args.pgbench_clients} clients, onsale_ga_hold alone)\n")
         figure(f"ga.attempts_per_s_{stripes}_stripes", round(result.rate, 1), "/s",
                ceiling=round(ceiling, 1) if ceiling else None, target=TARGET_ATTEMPTS)
-        figure(f"ga.p99_{stripes}_stripes", round(pct(ms, 0.99), 2), "ms")
+        figure(f"ga.p99_{stripes}_stripes", round(result.p99, 2), "ms")
         if ceiling is not None and single is not None:
             figure(f"ga.pgbench_holds_per_s_{stripes}_stripes", round(ceiling, 1), "/s")
             figure(f"ga.pgbench_single_holds_per_s_{stripes}_stripes", round(single, 1),
                    "/s")
         figure(f"ga.server_errors_{stripes}_stripes",
-               sum(v for k, v in outcomes.items() if k.startswith("5")), "count")
+               sum(v for k, v in result.outcomes.items() if k[:1] in "5s"), "count")
 
     # The sell-out: 80 % of the demand on a 5,000-place tier.
     places = args.sellout_places
@@ -360,6 +475,10 @@ def main() -> int:
                    help="of the one-request-a-transaction pgbench run")
     p.add_argument("--pgbench-batch-clients", type=int, default=4,
                    help="of the batch function's pgbench run (the ceiling)")
+    p.add_argument("--generator", choices=("wrk", "python"), default="wrk",
+                   help="of the throughput runs: wrk (C, with a Lua script; needs apt-get "
+                        "install wrk) or this file's Python client; the sell-out always uses "
+                        "the Python one, which stops at the first sold_out")
     p.add_argument("--core-procs", type=int, default=1,
                    help="core processes serving the holds: the bench's onsale dev and "
                         "N-1 onsale serve --role core beside it (docs/deployment.md sizes "
@@ -370,10 +489,15 @@ def main() -> int:
     p.add_argument("--smoke", action="store_true",
                    help="a couple of seconds per run, a small sell-out (bench/smoke.py)")
     args = p.parse_args()
+    if args.generator == "wrk" and shutil.which("wrk") is None:
+        raise SystemExit("bench/ga.py's default generator is wrk, which is not installed: "
+                         "apt-get install wrk (or --generator python)")
+    if args.generator == "wrk" and args.core_procs > 1:
+        raise SystemExit("--core-procs > 1 spreads the connections over several ports: "
+                         "use --generator python")
     if args.smoke:
         args.duration, args.concurrency, args.accounts = 2.0, 8, 20
         args.stripes, args.sellout_places, args.sellout_max_s = [1, 8], 300, 20.0
-        args.core_procs = 2  # the second core process's path runs too
     return against_server(args, measure)
 
 
