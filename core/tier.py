@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 from redis.asyncio import Redis
 from starlette.requests import Request
@@ -29,7 +31,7 @@ from onsale.core.state import Admission, CoreState, core_state
 from onsale.core.stripe_provider import StripeProvider
 from onsale.core.sweeper import run_sweeper
 from onsale.kernel.config import Settings
-from onsale.kernel.db import Database
+from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
 from onsale.kernel.shared import Shared
 from onsale.kernel.tasks import stop_background
@@ -78,17 +80,28 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
         state.ga_batcher = GABatcher(db, metrics, max_batch=settings.ga_batch_max,
                                      inflight=settings.ga_batch_inflight)
     bulk: Redis | None = None
+    background_pool: Any = None
     try:
+        pool = db.pool
+        if background and api:
+            # One process serves requests and runs the background loops (onsale dev):
+            # the loops get a small pool of their own with the background bounds
+            # (ONSALE_DB_STATEMENT_TIMEOUT_MS), as in a worker. On the request pool's
+            # 500 ms, a relay batch that took longer on a busy machine was cancelled
+            # after Redis had it, and published again.
+            background_pool = pool = await create_pool(
+                dataclasses.replace(settings, db_pool_min=1, db_pool_max=3),
+                request_path=False)
         if api and shared.redis is not None:
             state.throttle.attach(shared.redis)
             state.tasks.append(asyncio.create_task(
                 run_health_reporter(db, shared.redis, metrics), name="onsale-core-health"))
         if background:
             state.tasks.append(asyncio.create_task(
-                run_sweeper(db.pool, metrics, settings.sweep_interval, settings.sweep_batch),
+                run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch),
                 name="onsale-sweeper"))
             state.tasks.append(asyncio.create_task(
-                run_quota_plane(db.pool, metrics, settings.ga_rebalance_interval),
+                run_quota_plane(pool, metrics, settings.ga_rebalance_interval),
                 name="onsale-ga-quota"))
             if state.payments is not None:
                 state.tasks.append(asyncio.create_task(
@@ -97,12 +110,14 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             if settings.redis_url is not None:
                 bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
                 state.tasks += await start_background(
-                    db.pool, bulk, metrics, stream_maxlen=settings.outbox_stream_maxlen,
+                    pool, bulk, metrics, stream_maxlen=settings.outbox_stream_maxlen,
                     retention_seconds=settings.outbox_retention_seconds,
                     crash_at=settings.crash_at)
         yield state
     finally:
         await stop_background(state.tasks)
+        if background_pool is not None:
+            await background_pool.close()
         state.passwords.close()
         if bulk is not None:
             await bulk.aclose()
