@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from starlette.requests import HTTPConnection
 
@@ -55,6 +55,8 @@ class CoreState:
     passwords: PasswordPool
     payments: Payments | None = None
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
+    # onsale dev: the background loops' own pool (background statement timeout)
+    background_pool: Any = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 

@@ -92,6 +92,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             background_pool = pool = await create_pool(
                 dataclasses.replace(settings, db_pool_min=1, db_pool_max=3),
                 request_path=False)
+            state.background_pool = background_pool
         if api and shared.redis is not None:
             state.throttle.attach(shared.redis)
             state.tasks.append(asyncio.create_task(
