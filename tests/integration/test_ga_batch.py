@@ -5,8 +5,10 @@ and racing batches from several processes never sell a place twice."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -130,6 +132,28 @@ async def test_the_event_limit_counts_seats_and_places(api: Api, conn: Any) -> N
 # --- the batcher, over HTTP's path (create_ga_hold) ---------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def _stripes_locked(db_url: str, event_id: int) -> AsyncIterator[Any]:
+    """The event's stripes locked by another transaction; the caller rolls it back
+    (the yielded transaction) to let the waiting batch go on."""
+    locker = await asyncpg.connect(db_url)
+    try:
+        tx = locker.transaction()
+        await tx.start()
+        await locker.execute("SELECT * FROM ga_buckets WHERE event_id = $1 FOR UPDATE", event_id)
+        yield tx
+    finally:
+        await locker.close()
+
+
+def _alone(db: Database, batcher: GABatcher, event_id: int, account: uuid.UUID,
+           quantity: int = 1) -> asyncio.Task[Any]:
+    request = GARequest(1, quantity)
+    return asyncio.create_task(create_ga_hold(db, batcher, Metrics(), event_id, account,
+                                              uuid.uuid4().hex, _digest(event_id, request),
+                                              request))
+
+
 def _digest(event_id: int, request: GARequest) -> str:
     return request_digest("t", str(event_id), request)
 
@@ -213,19 +237,12 @@ async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_5
                                            db_request_timeout_ms=300))
     db = Database(pool, acquire_timeout=5.0)
     batcher = GABatcher(db, max_batch=8, inflight=1)
-    request = GARequest(1, 1)
-    locker = await asyncpg.connect(db_url)
     try:
-        tx = locker.transaction()
-        await tx.start()
-        await locker.execute("SELECT * FROM ga_buckets WHERE event_id = $1 FOR UPDATE", event_id)
-        pending = [asyncio.create_task(create_ga_hold(
-            db, batcher, Metrics(), event_id, a, uuid.uuid4().hex, _digest(event_id, request),
-            request)) for a in accounts]
-        results = await asyncio.gather(*pending, return_exceptions=True)
-        await tx.rollback()
+        async with _stripes_locked(db_url, event_id) as tx:
+            results = await asyncio.gather(*(_alone(db, batcher, event_id, a)
+                                             for a in accounts), return_exceptions=True)
+            await tx.rollback()
     finally:
-        await locker.close()
         await pool.close()
     # The batch's statement was cancelled by the server's timeout: every request of it
     # gets the 503 that one request alone would get, and nothing is written.
@@ -281,25 +298,16 @@ async def test_a_request_gone_while_queued_makes_no_hold(
     a, b = await _accounts(conn, 2)
     db = await _database(db_url)
     batcher = GABatcher(db, max_batch=8, inflight=1)
-    request = GARequest(1, 1)
-    locker = await asyncpg.connect(db_url)
     try:
-        tx = locker.transaction()
-        await tx.start()
-        await locker.execute("SELECT * FROM ga_buckets WHERE event_id = $1 FOR UPDATE", event_id)
-        first = asyncio.create_task(create_ga_hold(
-            db, batcher, Metrics(), event_id, a, uuid.uuid4().hex, _digest(event_id, request),
-            request))
-        await asyncio.sleep(0.2)  # in the database, waiting for the stripe
-        second = asyncio.create_task(create_ga_hold(
-            db, batcher, Metrics(), event_id, b, uuid.uuid4().hex, _digest(event_id, request),
-            request))
-        await asyncio.sleep(0.05)
-        second.cancel()
-        await tx.rollback()
-        assert (await first).status_code == 201
+        async with _stripes_locked(db_url, event_id) as tx:
+            first = _alone(db, batcher, event_id, a)
+            await asyncio.sleep(0.2)  # in the database, waiting for the stripe
+            second = _alone(db, batcher, event_id, b)
+            await asyncio.sleep(0.05)
+            second.cancel()
+            await tx.rollback()
+            assert (await first).status_code == 201
     finally:
-        await locker.close()
         await db.pool.close()
     assert second.cancelled()
     assert await conn.fetchval("SELECT array_agg(account_id) FROM holds WHERE event_id = $1",
