@@ -353,3 +353,45 @@ async def test_racing_batchers_keep_each_account_within_the_tier_limit(
                                "WHERE event_id = $1 GROUP BY account_id) t", event_id)
     assert most <= 3
     await audit_clean(conn)
+
+
+def _outcomes(metrics: Metrics) -> dict[str, float]:
+    return {s.labels["code"]: s.value for m in metrics.hold_outcomes.collect()
+            for s in m.samples if s.name.endswith("_total")}
+
+
+async def test_each_request_is_counted_once_whichever_path_answered_it(
+        api: Api, conn: Any, db_url: str) -> None:
+    """onsale_hold_outcomes_total and the latency histogram see every request exactly
+    once: answered by its batch, sent to the spread stage, or run alone."""
+    event_id = await _event(api, capacity=6, stripes=2, max_tickets_per_account=10)
+    a, b, c, d = await _accounts(conn, 4)
+    db = await _database(db_url)
+    batcher = GABatcher(db, max_batch=8, inflight=1)
+    metrics = Metrics()
+
+    async def hold(account: uuid.UUID, quantity: int, key: str | None = None) -> str:
+        request = GARequest(1, quantity)
+        try:
+            await create_ga_hold(db, batcher, metrics, event_id, account,
+                                 key or uuid.uuid4().hex, _digest(event_id, request), request)
+        except Problem as p:
+            return p.code
+        return "held"
+
+    try:
+        assert await hold(a, 2, key="k") == "held"  # by its batch
+        assert await hold(a, 2, key="k") == "held"  # replayed by its batch
+        assert await hold(b, 7) == "invalid_quantity"  # alone (above max_per_hold 6)
+        # 4 of the 4 left, but no stripe has 4 (3 and 1): the spread stage, alone
+        assert await hold(c, 4) == "held"
+        assert await hold(d, 6) == "sold_out"  # fail fast, in the batch
+    finally:
+        await db.pool.close()
+    counted = _outcomes(metrics)
+    assert counted == {"created": 2, "replayed": 1, "invalid_quantity": 1, "sold_out": 1}
+    alone = {s.labels["reason"]: s.value for m in metrics.ga_batch_alone.collect()
+             for s in m.samples if s.name.endswith("_total")}
+    assert alone == {"alone": 1, "spread": 1}
+    assert sum(s.value for m in metrics.hold_latency.collect() for s in m.samples
+               if s.name.endswith("_count")) == 5
