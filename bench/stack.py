@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from onsale.embedded import free_port  # below the ephemeral range (see there)
 
 ONSALE = str(Path(sys.executable).with_name("onsale"))
 SECRET = "bench-secret-key-0123456789abcdef"
@@ -46,12 +47,6 @@ THROTTLES = {
     "/api/session": "ONSALE_SIGNIN_LIMIT_IP (sign-ins per address per minute)",
     "/queue": "ONSALE_JOIN_LIMIT_IP (joins per address per minute, per edge process)",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def refused(status: int, path: str, body: bytes) -> SystemExit:

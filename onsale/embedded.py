@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import signal
 import socket
 import subprocess
@@ -25,8 +26,32 @@ class EmbeddedError(RuntimeError):
     pass
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORTS_BELOW = 12_000  # how far below the ephemeral range a port is looked for
+
+
+def _ephemeral_low() -> int:
+    try:
+        return max(2048, int(EPHEMERAL_RANGE.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port nothing listens on, for a server about to start. Taken below the kernel's
+    ephemeral range: a port from that range (what binding port 0 gives) can become the
+    local port of any outgoing connection between this check and the server's bind, and
+    the server then fails with "address already in use" (seen in CI)."""
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = random.randrange(max(1024, low - PORTS_BELOW), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a crowded range: whatever the kernel gives
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
