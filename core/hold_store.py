@@ -82,7 +82,6 @@ async def create_hold(
     ``started``: when the request began (its latency metric), if before this call."""
     q = queries("holds")
     started = time.perf_counter() if started is None else started
-    code = "internal_error"
     try:
         for attempt in range(DEADLOCK_RETRIES + 2):  # + the GA spread stage
             try:
@@ -122,30 +121,33 @@ async def create_hold(
                 if getattr(exc, "sqlstate", "") == "OSRTY" and attempt < DEADLOCK_RETRIES:
                     continue  # a twin request with our key committed first: replay it
                 raise
-        outcome = answer(metrics, row)
-        code = "replayed" if outcome.replayed else "created"
-        return outcome
     except Problem as problem:
-        code = problem.code
+        record(metrics, started, problem.code)
         raise
     except UNAVAILABLE:
-        code = "inventory_unavailable"  # core/db.py turns it into the 503
+        record(metrics, started, "inventory_unavailable")  # core/db.py: the 503
         raise
-    finally:
-        record(metrics, started, code)
+    except BaseException:
+        record(metrics, started, "internal_error")
+        raise
+    return answered(metrics, row, started)
 
 
-def answer(metrics: Metrics, row: Any) -> HoldOutcome:
-    """A hold statement's answer row as the outcome, or its refusal as the Problem."""
+def answered(metrics: Metrics, row: Any, started: float) -> HoldOutcome:
+    """A hold statement's answer row as the outcome, or its refusal as the Problem; the
+    request's outcome and latency recorded either way."""
     body = row["body"]
-    replayed = bool(row["replayed"])
     if row["lock_wait_ms"] > 0:  # 0: answered before the lock stage (replay, fail fast)
         metrics.lock_wait.observe(float(row["lock_wait_ms"]) / 1000)
     if row["status_code"] >= 400:  # an answer, not an error: no hold was written
         # (a GA spread stage may have ended expired holds of the tier on the way)
         extra = dict(body)
-        raise Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
-    return HoldOutcome(int(row["status_code"]), body, replayed)
+        problem = Problem(int(row["status_code"]), str(extra.pop("code")), **extra)
+        record(metrics, started, problem.code)
+        raise problem
+    outcome = HoldOutcome(int(row["status_code"]), body, bool(row["replayed"]))
+    record(metrics, started, "replayed" if outcome.replayed else "created")
+    return outcome
 
 
 def record(metrics: Metrics, started: float, code: str) -> None:
@@ -188,13 +190,4 @@ async def create_ga_hold(
             if not alone:  # no connection for it (the 503)
                 record(metrics, started, problem.code)
             raise
-    code = "internal_error"
-    try:
-        outcome = answer(metrics, row)
-        code = "replayed" if outcome.replayed else "created"
-        return outcome
-    except Problem as problem:
-        code = problem.code
-        raise
-    finally:
-        record(metrics, started, code)
+    return answered(metrics, row, started)

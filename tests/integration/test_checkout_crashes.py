@@ -15,13 +15,11 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from onsale.core.reconciler import reconcile_once
 from onsale.embedded import EmbeddedPostgres, EmbeddedValkey
-from onsale.kernel.db import init_connection
 from tests.conftest import audit_clean, fresh_database
 from tests.integration.test_checkout import (
     LAPSED_CAPTURE,
@@ -50,12 +48,8 @@ async def fresh_stack(pg: EmbeddedPostgres, template_db: str,
 
 @pytest.fixture
 async def db(fresh_stack: Stack) -> AsyncIterator[Any]:
-    conn = await asyncpg.connect(fresh_stack.db_url)
-    await init_connection(conn)
-    try:
+    async with connected(fresh_stack) as conn:
         yield conn
-    finally:
-        await conn.close()
 
 
 async def crash_during_checkout(stack: Stack, db: Any, crash_at: str, key: str,

@@ -8,8 +8,8 @@ import asyncio
 import contextlib
 import random
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -21,6 +21,8 @@ from onsale.kernel.db import Database, create_pool
 from onsale.kernel.problems import Problem
 from tests.conftest import Api, audit_clean, make_settings
 from tests.integration.test_hold_concurrency import _accounts
+
+T = TypeVar("T")
 
 BATCH = ("SELECT i, status_code, body, replayed FROM onsale_ga_hold_batch("
          "$1, $2::smallint, $3::uuid[], $4::text[], $5::text[], $6::integer[]) ORDER BY i")
@@ -154,6 +156,20 @@ def _alone(db: Database, batcher: GABatcher, event_id: int, account: uuid.UUID,
                                               request))
 
 
+async def _race(go: asyncio.Event, dbs: list[Database],
+                shoppers: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """The shoppers started, then let go at once (each waits for ``go``); their results.
+    The processes' pools are closed after."""
+    try:
+        tasks = [asyncio.create_task(s) for s in shoppers]
+        await asyncio.sleep(0.2)
+        go.set()
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for db in dbs:
+            await db.pool.close()
+
+
 def _digest(event_id: int, request: GARequest) -> str:
     return request_digest("t", str(event_id), request)
 
@@ -186,14 +202,7 @@ async def test_racing_batchers_sell_exactly_the_last_places(
             return p.code, 0
         return "held", int(outcome.body["ga"]["quantity"])
 
-    try:
-        tasks = [asyncio.create_task(one(n, a)) for n, a in enumerate(accounts)]
-        await asyncio.sleep(0.2)
-        go.set()
-        results = await asyncio.gather(*tasks)
-    finally:
-        for db in dbs:
-            await db.pool.close()
+    results = await _race(go, dbs, [one(n, a) for n, a in enumerate(accounts)])
     assert {code for code, _ in results} <= {"held", "sold_out", "insufficient_quantity"}
     assert sum(q for _, q in results) == 30
     assert await _counts(conn, event_id) == (0, 30)
@@ -339,15 +348,8 @@ async def test_racing_batchers_keep_each_account_within_the_tier_limit(
             return p.code
         return "held"
 
-    try:
-        tasks = [asyncio.create_task(one(n, a))
-                 for n, a in enumerate(a for a in accounts for _ in range(4))]
-        await asyncio.sleep(0.2)
-        go.set()
-        results = await asyncio.gather(*tasks)
-    finally:
-        for db in dbs:
-            await db.pool.close()
+    results = await _race(go, dbs, [one(n, a) for n, a in
+                                    enumerate(a for a in accounts for _ in range(4))])
     assert "ticket_limit_exceeded" in results and "held" in results
     most = await conn.fetchval("SELECT max(s) FROM (SELECT sum(seat_count) AS s FROM holds "
                                "WHERE event_id = $1 GROUP BY account_id) t", event_id)
