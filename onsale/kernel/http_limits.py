@@ -27,6 +27,8 @@ _BOUNDS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "max_requests": (1, 1_000_000),
     "header_timeout": (0.1, 3600.0),
     "keepalive_timeout": (0.1, 3600.0),
+    "write_timeout": (0.1, 3600.0),
+    "max_unsent_bytes": (1024 * 1024, 1 << 40),
 }
 
 
@@ -40,6 +42,9 @@ class HttpLimits:
     max_requests: int = 1_000         # requests in progress per process; past it, 503
     header_timeout: float = 10.0      # seconds to send a whole request head
     keepalive_timeout: float = 5.0    # seconds an idle keep-alive connection stays open
+    write_timeout: float = 15.0       # seconds a peer may leave answers unread; then abort
+    max_unsent_bytes: int = 128 * 1024 * 1024  # unread answers held per process; past
+                                               # it, new large answers are 503
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
@@ -88,6 +93,32 @@ def partial_head_too_large(limits: HttpLimits, counted: int, slice_size: int) ->
     return counted - slice_size > limits.max_head_bytes
 
 
+def write_deadline(unsent: int, deadline: float, now: float, timeout: float, *,
+                   progressed: bool = False) -> float:
+    """A connection's write deadline after a look at its ``unsent`` bytes: none when
+    nothing is left to send; ``timeout`` from now when the peer has ``progressed``
+    (taken enough since the deadline started) or none was running; else the same."""
+    if unsent == 0:
+        return 0.0
+    if progressed:
+        return now + timeout
+    return deadline or now + timeout
+
+
+def write_overdue(deadline: float, now: float) -> bool:
+    """Whether a connection holding unsent bytes is past its write deadline."""
+    return 0.0 < deadline <= now
+
+
+def large_answer(headers: list[tuple[bytes, bytes]], threshold: int) -> bool:
+    """Whether a response head announces a body above ``threshold`` bytes (a body of
+    unknown length counts as large)."""
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            return not value.isdigit() or int(value) > threshold
+    return True
+
+
 # Problem codes of the refusals (docs/api.md, docs/security.md).
 REFUSALS: dict[int, tuple[str, str, str]] = {
     400: ("invalid_request", "The request is malformed",
@@ -99,7 +130,8 @@ REFUSALS: dict[int, tuple[str, str, str]] = {
     431: ("headers_too_large", "The request headers are too large",
           "The request line and headers are too long or too many."),
     503: ("overloaded", "The server is at capacity; retry after the Retry-After delay",
-          "Too many connections or requests in progress on this server."),
+          "Too many connections or requests in progress on this server, or too many "
+          "answers not yet read by their clients."),
 }
 
 

@@ -21,12 +21,11 @@
   count when it upgrades; the seat map caps sockets per account itself.) The cap on requests
   in progress is ``onsale.kernel.http_server.RequestLimit``.
 
-**Corked writes.** uvicorn writes a response's head and body with two
-``transport.write`` calls, which on a keep-alive connection means two ``send``
-system calls, two packets and two wake-ups of the client for every small JSON
-answer. Writes made in the same event-loop turn are gathered here and sent once,
-at the end of the turn (a "cork", as nginx and h2o do). Nothing is delayed past
-the current turn, and close() sends what is pending first.
+**Writes** (``onsale.kernel.http_writes``): small answers are corked (sent once at
+the end of the loop turn), large bodies are streamed a chunk at a time under the
+transport's flow control, a peer that leaves answers unread past ``write_timeout``
+is aborted by the same sweep that enforces the head deadlines, and the unsent bytes
+of all connections are counted against ``max_unsent_bytes``.
 
 This subclasses uvicorn internals: the versions it is tested with are pinned in
 pyproject.toml, and ``tests/unit/test_uvicorn_pin.py`` fails when the uvicorn
@@ -49,7 +48,9 @@ from onsale.kernel.http_limits import (
     partial_head_too_large,
     refusal_body,
     refusal_bytes,
+    write_overdue,
 )
+from onsale.kernel.http_writes import CorkedTransport, UnsentLedger
 
 SLICE = 1024  # bytes parsed before the pipeline is looked at again
 SWEEP_SECONDS = 0.5  # how often head deadlines are checked
@@ -58,51 +59,10 @@ REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large",
 log = logging.getLogger("onsale.http")
 
 
-class CorkedTransport:
-    """Delegates to the real transport; ``write`` is buffered until the loop turn ends."""
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._pending: list[bytes] = []
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._pending:
-            self._loop.call_soon(self.flush)
-        self._pending.append(bytes(data))
-
-    def flush(self) -> None:
-        if self._pending:
-            data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
-            self._pending.clear()
-            if not self._transport.is_closing():
-                self._transport.write(data)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    # The calls of every request, spelled out (``__getattr__`` is a slow path).
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def pause_reading(self) -> None:
-        self._transport.pause_reading()
-
-    def resume_reading(self) -> None:
-        self._transport.resume_reading()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
 class HeldFlow(FlowControl):
     """uvicorn resumes reading whenever a request reads its body or a response ends;
-    while bytes are held back (the pipeline is full) reading stays paused."""
+    while bytes are held back (the pipeline is full) reading stays paused. Writing is
+    paused while the writer streams a body or the transport is over its high water."""
 
     def __init__(self, transport: asyncio.Transport, protocol: BoundedHttpProtocol) -> None:
         super().__init__(transport)
@@ -114,6 +74,12 @@ class HeldFlow(FlowControl):
             protocol.loop.call_soon(protocol._resume_held)
         elif not protocol._stopped:
             super().resume_reading()
+
+    def writing_held(self, held: bool) -> None:
+        if held:
+            self.pause_writing()
+        else:
+            self.resume_writing()
 
 
 async def _refuse_app(status: int, scope: Any, receive: Any, send: Any) -> None:
@@ -137,6 +103,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     """See the module docstring. ``limits`` is set per server by ``protocol_class``."""
 
     limits: ClassVar[HttpLimits] = HttpLimits()
+    ledger: ClassVar[UnsentLedger] = UnsentLedger(HttpLimits().max_unsent_bytes)
     _sweeper: ClassVar[asyncio.TimerHandle | None] = None  # one per server (class)
     _open: ClassVar[int] = 0  # HTTP connections of this server (a WebSocket leaves)
 
@@ -157,9 +124,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     # Connection ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        corked = CorkedTransport(transport, asyncio.get_running_loop())
+        corked = CorkedTransport(transport, asyncio.get_running_loop(), self.ledger,
+                                 self.limits.write_timeout)
         super().connection_made(corked)  # type: ignore[arg-type]
-        self.flow = HeldFlow(corked, self)  # type: ignore[arg-type]
+        self.flow = flow = HeldFlow(corked, self)  # type: ignore[arg-type]
+        corked.on_busy = flow.writing_held
+        self._writer = corked
         cls = type(self)
         cls._open += 1
         self._counted = True
@@ -178,6 +148,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._uncount()
+        self._writer.forget()
         self._cancel_head_timer()
         self._held.clear()
         super().connection_lost(exc)
@@ -190,9 +161,19 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._stopped = True  # what follows the upgrade is the WebSocket's
         corked = self.transport
         if isinstance(corked, CorkedTransport):
-            corked.flush()
-            self.transport = corked._transport
+            if corked.unsent():  # an earlier answer is still streaming: no upgrade
+                corked.abort()
+                return
+            self.transport = corked.raw()
         super().handle_websocket_upgrade()
+
+    # Writing (the transport's flow control goes through the writer) -------------
+
+    def pause_writing(self) -> None:
+        self._writer.transport_paused()
+
+    def resume_writing(self) -> None:
+        self._writer.transport_resumed()
 
     # Reading ------------------------------------------------------------------
 
@@ -343,8 +324,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
     # Timers ---------------------------------------------------------------------
-    # A head's deadline is a number on the connection, looked at once a second by one
-    # sweep over the server's connections: no timer is armed or cancelled per request.
+    # A head's deadline and a write deadline are numbers on the connection, looked at
+    # every SWEEP_SECONDS by one sweep over the server's connections: no timer is armed
+    # or cancelled per request.
 
     def _arm_head_timer(self) -> None:
         self._head_deadline = self.loop.time() + self.limits.header_timeout
@@ -366,6 +348,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             deadline = getattr(protocol, "_head_deadline", 0.0)
             if deadline and deadline <= now:
                 protocol._head_timeout()
+            writer = getattr(protocol, "_writer", None)
+            if writer is not None and writer.deadline:
+                writer.observe(kernel=True)  # drained since the last look?
+                if write_overdue(writer.deadline, now):
+                    log.info("aborted %s: %d bytes unread after the write deadline",
+                             protocol.client, writer.unsent())
+                    writer.abort()
         if connections and cls._sweeper is None:
             cls._sweeper = loop.call_later(SWEEP_SECONDS, cls._sweep, connections)
 
@@ -388,9 +377,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def protocol_class(limits: HttpLimits) -> type[BoundedHttpProtocol]:
-    """The protocol for one server, with its limits."""
-    return type("OnsaleHttpProtocol", (BoundedHttpProtocol,), {"limits": limits})
+def protocol_class(limits: HttpLimits,
+                   ledger: UnsentLedger | None = None) -> type[BoundedHttpProtocol]:
+    """The protocol for one server, with its limits and its ledger of unsent bytes."""
+    return type("OnsaleHttpProtocol", (BoundedHttpProtocol,), {
+        "limits": limits, "ledger": ledger or UnsentLedger(limits.max_unsent_bytes)})
 
 
 # The name earlier code imported.

@@ -31,6 +31,8 @@ PROTOCOL = {
     "_unset_keepalive_if_required": "00a6a4e47214e68e",
     "_should_upgrade": "8fcad1ab8e096739",
     "_unsupported_upgrade_warning": "55bbd2762b189d9a",
+    "pause_writing": "17a8fd215d96a13c",
+    "resume_writing": "7844bbaa8cceb1ef",
 }
 CYCLE = {
     "__init__": "4d2f220910c33c12",
