@@ -15,13 +15,20 @@ would on a network):
   takes them and never reads a response;
 - ``--slowloris`` connections that each send half a request line and then one
   byte a second; each one the server closes is opened again at once;
-- ``--signins`` wrong-password sign-ins per second.
+- ``--signins`` wrong-password sign-ins per second;
+- ``--slow-readers`` connections with a tiny receive window that ask for the
+  largest public answers (the seeded event's venue layout and its draw page) and
+  never read; each one the server aborts (its write deadline, 15 s by default) is
+  opened again at once;
+- ``--draw-flood`` requests a second for the draw page, each on a new connection.
 
 Prints the server's RSS before, at the peak of and after the attack (target:
 growth under 50 MiB), the legitimate requests' p50/p99 and success rate during
 the attack beside the baseline (targets: 100 % success, p99 under 100 ms), how
 long the slow connections lived before the server closed them (the header
-timeout, 10 s by default), and what the sign-in flood was answered; then
+timeout, 10 s by default), how the slow readers ended (reset by the server), what
+the sign-in and draw floods were answered, and the server's CPU per draw page
+(cold and cached) measured by ``/proc`` around a burst of reads; then
 ``onsale audit`` (the shoppers hold and release seats). The server keeps its default
 limits: throttling the attackers is what is measured. Exit 1 when a target is missed
 or the audit finds a violation (with ``--smoke``: only the audit). Figure lines:
@@ -38,6 +45,7 @@ import os
 import socket
 import sys
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +57,8 @@ from bench.holds import Conn, pct, run_fast
 from bench.stack import DevServer, refused, run_audit, start_dev
 
 ATTACKER = "127.0.0.2"
+SEEDED_EVENT = 1  # onsale dev seeds its demo event first
+TCP_CLOSE, TCP_CLOSE_WAIT = 7, 8  # linux/tcp_states.h
 
 
 def start_server(seats: int) -> DevServer:
@@ -243,6 +253,114 @@ class _Once(asyncio.Protocol):
         self.answers[status] += 1
 
 
+async def slow_readers(port: int, count: int, paths: list[str], until: float,
+                       ends: Counter[str]) -> None:
+    """Connections that ask for a large answer and never read it."""
+    loop = asyncio.get_running_loop()
+
+    async def one(i: int) -> None:
+        path = paths[i % len(paths)]
+        while time.perf_counter() < until:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # before connect
+            s.bind((ATTACKER, 0))
+            s.setblocking(False)
+            try:
+                await loop.sock_connect(s, ("127.0.0.1", port))
+                s.send(f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n"
+                       f"\r\n".encode())
+                while time.perf_counter() < until:
+                    await asyncio.sleep(0.5)
+                    # Never read (the window stays shut); the TCP state tells how it ended.
+                    state = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+                    if state == TCP_CLOSE:  # a reset: aborted at the write deadline
+                        ends["reset"] += 1
+                        break
+                    if state == TCP_CLOSE_WAIT:  # the server closed after its answer
+                        ends["closed"] += 1
+                        break
+            except ConnectionResetError:
+                ends["reset"] += 1
+            except OSError:
+                ends["error"] += 1
+            finally:
+                s.close()
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+
+
+async def draw_flood(port: int, rate: float, path: str, until: float,
+                     answers: Counter[str]) -> None:
+    loop = asyncio.get_running_loop()
+    tasks = set()
+
+    async def one() -> None:
+        try:
+            _, proto = await loop.create_connection(
+                lambda: _Once(answers), "127.0.0.1", port, local_addr=(ATTACKER, 0))
+            proto.send(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                       .encode())
+        except OSError:
+            answers["connect failed"] += 1
+
+    next_at = time.perf_counter()
+    while time.perf_counter() < until:
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        next_at += 1 / rate
+        task = asyncio.ensure_future(one())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.sleep(1)
+
+
+async def published_draw(server: DevServer, participants: int) -> int:
+    """An event with a published random draw of ``participants`` accounts, written as
+    the admitter writes it (edge/sql/queue.sql ``record_draw``, ``reveal_seed``)."""
+    import asyncpg
+
+    from onsale.edge.queries import queries
+
+    c = Conn("127.0.0.1", server.port)
+    body = json.dumps({"name": f"draw {time.strftime('%H:%M:%S')}", "seats": 10,
+                       "queue_policy": "random", "onsale_at": "2999-01-01T00:00:00Z"}).encode()
+    status, _, data = await c.request("POST", "/api/ops/events", body, {
+        "Authorization": f"Bearer {server.admin_token}", "Idempotency-Key": os.urandom(8).hex()})
+    c.close()
+    if status != 201:
+        raise refused(status, "/api/ops/events", data)
+    event_id = int(json.loads(data)["event_id"])
+    conn = await asyncpg.connect(server.database_url())
+    try:
+        members = sorted(str(uuid.uuid4()) for _ in range(participants))
+        await conn.execute(queries("queue")["record_draw"], event_id, members)
+        await conn.execute(queries("queue")["reveal_seed"], event_id)
+    finally:
+        await conn.close()
+    return event_id
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def draw_cpu(server: DevServer, path: str, count: int) -> tuple[float, int]:
+    """The server's CPU per draw page read: ``count`` reads in turn, each from its own
+    loopback address (the route is throttled per address), CPU time from /proc."""
+    before = cpu_seconds(server.process.pid)
+    statuses: Counter[int] = Counter()
+    for i in range(count):
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.port, local_addr=(f"127.0.{3 + i // 250}.{1 + i % 250}", 0))
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                     .encode())
+        answer = await reader.read()
+        writer.close()
+        statuses[int(answer[9:12] or b"0")] += 1
+    spent = cpu_seconds(server.process.pid) - before
+    return spent / count, statuses[200]
+
+
 def report(name: str, legit: Legit) -> tuple[float, float, float]:
     ms = sorted(v * 1000 for v in legit.latencies)
     total = sum(legit.outcomes.values())
@@ -260,6 +378,10 @@ def report(name: str, legit: Legit) -> tuple[float, float, float]:
 
 async def run(args: argparse.Namespace, server: DevServer) -> int:
     event_id, cookies = await setup(server.port, server.admin_token, args.shoppers)
+    venue = f"/api/events/{SEEDED_EVENT}/venue"
+    draw = f"/api/events/{await published_draw(server, args.participants)}/queue/draw"
+    await draw_cpu(server, draw, 1)  # the first read builds the page; then it is served
+    cpu_per_draw, draw_ok = await draw_cpu(server, draw, args.draw_reads)
     rss_before = server.rss_mib()
     peak = [rss_before]
 
@@ -275,6 +397,8 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
     under = Legit()
     lifetimes: list[float] = []
     answers: Counter[str] = Counter()
+    reader_ends: Counter[str] = Counter()
+    draw_answers: Counter[str] = Counter()
     sent = [0]
     after = Legit()
     rss_after: list[float] = []
@@ -285,6 +409,8 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
             pipeliner(server.port, event_id, end, sent),
             slowloris(server.port, args.slowloris, end, lifetimes),
             signin_flood(server.port, args.signins, end, answers),
+            slow_readers(server.port, args.slow_readers, [venue, draw], end, reader_ends),
+            draw_flood(server.port, args.draw_flood, draw, end, draw_answers),
             sample(end))
         t = time.perf_counter()
         await legit_traffic(server.port, event_id, cookies, t + args.baseline, args.rate, after)
@@ -294,7 +420,8 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
 
     print(f"hostile: one onsale dev process, {args.shoppers} shoppers at {args.rate:g} "
           f"rounds/s; {args.rounds} attacks of {args.attack:g} s: 1 pipelining connection, "
-          f"{args.slowloris} slowloris connections, {args.signins:g} sign-ins/s")
+          f"{args.slowloris} slowloris connections, {args.signins:g} sign-ins/s, "
+          f"{args.slow_readers} slow readers, {args.draw_flood:g} draw reads/s")
     print(f"  RSS MiB     before {rss_before:.0f}  peak during {rss_during:.0f}  after each "
           f"attack " + " ".join(f"{x:.0f}" for x in rss_after)
           + f"  growth {rss_during - rss_before:.1f} (target < 50)")
@@ -310,6 +437,12 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
     print(f"  pipeliner   pushed {sent[0] / 2**20:.1f} MiB in {args.attack:g} s "
           "(the server reads only as fast as it answers)")
     print("  sign-ins    " + ", ".join(f"{k}={v}" for k, v in answers.most_common()))
+    print("  slow reads  " + (", ".join(f"{k}={v}" for k, v in reader_ends.most_common())
+                              or "none ended") + " (reset: aborted at the write deadline)")
+    print("  draw flood  " + ", ".join(f"{k}={v}" for k, v in draw_answers.most_common()))
+    print(f"  draw page   {cpu_per_draw * 1000:.2f} ms of server CPU a read of the default "
+          f"page of a {args.participants:,}-participant draw ({args.draw_reads} reads, "
+          f"{draw_ok} answered 200)")
     print(f"  targets     success {'met' if ok >= 1.0 else 'MISSED'}; p99 "
           f"{p99:.1f} ms vs 100 ms ({p99 / 100:.2f}; {p99 / base_p99:.1f}x the baseline's "
           f"{base_p99:.1f} ms measured in this run); RSS growth "
@@ -321,6 +454,9 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
     if closed:
         figure("hostile.slowloris_lifetime_p50", round(pct(closed, 0.5), 2), "s")
     figure("hostile.signins_refused", answers["429"] + answers["503"], "count")
+    figure("hostile.slow_readers_reset", reader_ends["reset"], "count")
+    figure("hostile.draw_flood_refused", draw_answers["429"], "count")
+    figure("hostile.draw_page_cpu", round(cpu_per_draw * 1000, 3), "ms")
     return 0 if ok >= 1.0 and rss_during - rss_before < 50 else 1
 
 
@@ -336,13 +472,24 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="attacks, each followed by calm")
     p.add_argument("--slowloris", type=int, default=500)
     p.add_argument("--signins", type=float, default=200.0)
+    p.add_argument("--slow-readers", type=int, default=500,
+                   help="connections that ask for the venue or a draw page and never read")
+    p.add_argument("--draw-flood", type=float, default=200.0,
+                   help="draw page requests a second from the attacker's address")
+    p.add_argument("--draw-reads", type=int, default=200,
+                   help="draw page reads whose server CPU is measured before the attack")
+    p.add_argument("--seats", type=int, default=50_000, help="the seeded event's seats")
+    p.add_argument("--participants", type=int, default=100_000,
+                   help="accounts in the published draw the draw attacks read")
     p.add_argument("--smoke", action="store_true",
                    help="one 3-second attack, 10 shoppers: does it run (bench/smoke.py)")
     args = p.parse_args()
     if args.smoke:
         args.shoppers, args.rate, args.baseline, args.attack = 10, 10.0, 1.0, 3.0
         args.rounds, args.slowloris, args.signins = 1, 20, 20.0
-    server = start_server(1000)
+        args.slow_readers, args.draw_flood, args.draw_reads, args.seats = 20, 20.0, 20, 1000
+        args.participants = 1000
+    server = start_server(args.seats)
     code = 2
     violations = 1
     try:

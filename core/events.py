@@ -15,7 +15,16 @@ from onsale.core.event_store import create_event
 from onsale.core.queries import queries
 from onsale.core.read_model import event_document, event_document_on, event_documents
 from onsale.core.state import core_state
-from onsale.kernel.inputs import accepts_gzip, etag_matches, idempotency_key, int_path, json_object
+from onsale.core.venue_cache import parse_layout_hash, validator
+from onsale.core.venues import VenueLayouts
+from onsale.kernel.inputs import (
+    accepts_gzip,
+    etag_matches,
+    idempotency_key,
+    int_path,
+    json_object,
+    parse_id,
+)
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import require_admin
 from onsale.kernel.shared import shared
@@ -33,24 +42,61 @@ async def get_event(request: Request) -> Response:
     return JSONResponse(doc)
 
 
-async def get_venue(request: Request) -> Response:
-    event_id = int_path(request, "event_id", "event_not_found")
-    db = core_state(request).db
-    async with db.connection() as conn:
-        row = await conn.fetchrow(queries("events")["get_layout"], event_id)
-    if row is None:
-        raise Problem(404, "event_not_found")
+LAYOUT_CACHE_CONTROL = "public, max-age=31536000, immutable"
+
+
+def _venues(request: Request) -> VenueLayouts:
+    venues = core_state(request).venues
+    assert venues is not None, "the venue routes run where core's API runs"
+    return venues
+
+
+async def _layout_response(request: Request, event_id: int, wanted: str | None,
+                           missing: str) -> Response:
+    """One representation of the event's layout (``wanted``: the hash its URL names,
+    else any); 404 ``missing`` if there is none. A conditional request for a layout
+    whose hash this process knows is answered before any I/O."""
+    venues = _venues(request)
     gzipped = accepts_gzip(request.headers.get("accept-encoding", ""))
-    # Each representation has its own strong validator.
-    etag = f'"{row["etag"]}-gzip"' if gzipped else f'"{row["etag"]}"'
-    headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable",
-               "Vary": "Accept-Encoding"}
-    if etag_matches(request.headers.get("if-none-match", ""), etag):
+    if_none_match = request.headers.get("if-none-match", "")
+    known = venues.known_hash(event_id)
+    if known is not None:
+        if wanted is not None and known != wanted:
+            raise Problem(404, missing)
+        if if_none_match and etag_matches(if_none_match, validator(known, gzipped)):
+            return Response(status_code=304, headers=_layout_headers(known, gzipped))
+    layout = await venues.layout(event_id, gzipped)
+    if layout is None or (wanted is not None and layout.layout_hash != wanted):
+        raise Problem(404, missing)
+    headers = _layout_headers(layout.layout_hash, gzipped)
+    if if_none_match and etag_matches(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
     if gzipped:
         headers["Content-Encoding"] = "gzip"
-        return Response(row["body_gzip"], media_type="application/json", headers=headers)
-    return Response(row["body"], media_type="application/json", headers=headers)
+    return Response(layout.body, media_type="application/json", headers=headers)
+
+
+def _layout_headers(layout_hash: str, gzipped: bool) -> dict[str, str]:
+    # Each representation has its own strong validator.
+    return {"ETag": validator(layout_hash, gzipped), "Cache-Control": LAYOUT_CACHE_CONTROL,
+            "Vary": "Accept-Encoding"}
+
+
+async def get_venue(request: Request) -> Response:
+    """The event's layout (older clients; the event document links to the
+    content-addressed URL below, which serves the same bytes)."""
+    event_id = int_path(request, "event_id", "event_not_found")
+    return await _layout_response(request, event_id, None, "event_not_found")
+
+
+async def get_venue_at(request: Request) -> Response:
+    """The layout at its immutable, content-addressed URL. A malformed event id or
+    hash is refused before anything is looked up."""
+    event_id = parse_id(request.path_params["event_id"])
+    wanted = parse_layout_hash(request.path_params["layout_hash"])
+    if event_id is None or wanted is None:
+        raise Problem(404, "venue_not_found")
+    return await _layout_response(request, event_id, wanted, "venue_not_found")
 
 
 # Operator requests share the idempotency table under one reserved scope.
@@ -100,5 +146,6 @@ routes = [
     Route("/api/events", list_events, methods=["GET"]),
     Route("/api/events/{event_id}", get_event, methods=["GET"]),
     Route("/api/events/{event_id}/venue", get_venue, methods=["GET"]),
+    Route("/api/events/{event_id}/venue/{layout_hash}", get_venue_at, methods=["GET"]),
     Route("/api/ops/events", post_event, methods=["POST"]),
 ]

@@ -68,6 +68,12 @@ class Metrics:
         self.webhooks = Counter(
             "onsale_payment_webhooks_total", "Provider webhooks by result", ["result"], registry=r,
         )
+        self.payment_mismatches = Counter(
+            "onsale_payment_mismatch_total",
+            "Provider answers whose PaymentIntent contradicts the payment operation (id, "
+            "operation, amount or currency), held as UNKNOWN: each one needs an operator",
+            ["source", "field"], registry=r,
+        )
         # The outbox relay and the ticket consumer (docs/outbox.md).
         self.outbox_backlog = Gauge(
             "onsale_outbox_backlog_rows", "Outbox rows not yet published", registry=r,

@@ -13,6 +13,9 @@ from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 _IDEM = {"name": "Idempotency-Key", "in": "header", "required": True, "schema": {"type": "string"}}
 _HOLD = {"name": "hold_id", "in": "path", "required": True,
          "schema": {"type": "string", "format": "uuid"}}
+# The layout's content hash (links.venue of the event document): its strong ETag.
+_LAYOUT_HASH = {"name": "layout_hash", "in": "path", "required": True,
+                "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"}}
 _TIER_ID = {"name": "tier_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 _CREDS = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Credentials"}}}}
 # The gate on sales routes (docs/edge.md): an Admission-Token header or the
@@ -52,9 +55,19 @@ PATHS: dict[str, dict[str, Any]] = {
         "responses": {"200": json_body("Event"), "404": problem("event_not_found")}}},
     "/api/events/{event_id}/venue": {"get": {
         "summary": "The static seat layout (strong ETag, cacheable for a year)",
+        "description": "The same bytes and validators as the content-addressed URL the "
+                       "event document links to (links.venue); kept for older clients.",
         "parameters": [EVENT_ID],
         "responses": {"200": json_body("Venue"), "304": {"description": "Not modified"},
-                      "404": problem("event_not_found")}}},
+                      "404": problem("event_not_found"),
+                      "503": problem("inventory_unavailable")}}},
+    "/api/events/{event_id}/venue/{layout_hash}": {"get": {
+        "summary": "The seat layout at its immutable, content-addressed URL "
+                   "(cacheable forever by browsers and CDNs)",
+        "parameters": [EVENT_ID, _LAYOUT_HASH],
+        "responses": {"200": json_body("Venue"), "304": {"description": "Not modified"},
+                      "404": problem("venue_not_found"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/events/{event_id}/holds": {"post": {
         "summary": "Hold 1-6 seats, or places of a GA tier, all or nothing",
         "parameters": [EVENT_ID, _IDEM],
@@ -210,7 +223,11 @@ SCHEMAS: dict[str, Any] = {
                           "commitment": {"type": "string", "description": "sha256(seed), hex"},
                           "seed": {"type": ["string", "null"],
                                    "description": "Revealed by the draw"},
-                          "drawn_at": {"type": ["string", "null"], "format": "date-time"}}}}}}},
+                          "drawn_at": {"type": ["string", "null"], "format": "date-time"}}}}},
+        "links": {"type": "object", "properties": {
+            "venue": {"type": "string", "description": "The layout's immutable, "
+                      "content-addressed URL: /api/events/{event_id}/venue/{layout_hash}"},
+            "holds": {"type": "string"}, "queue": {"type": "string"}}}}},
     "EventList": {"type": "object", "properties": {
         "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}},
     "EventSpec": {"type": "object", "required": ["name"], "properties": {

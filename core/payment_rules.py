@@ -3,8 +3,10 @@
 The provider is reached over HTTP, so an answer may be missing (timeout,
 connection reset, response lost after the provider acted) or ambiguous (5xx).
 Those are UNKNOWN, never failure: only a definitive answer moves an operation
-to a final state. The database function ``onsale_payment_apply`` then applies
-the outcome, accepting only forward transitions.
+to a final state. An answer whose PaymentIntent contradicts what the operation
+recorded (``mismatch``: another intent, amount or currency) is UNKNOWN too. The
+database function ``onsale_payment_apply`` then applies the outcome, accepting
+only forward transitions.
 """
 
 from __future__ import annotations
@@ -37,6 +39,75 @@ class Outcome:
 
 
 UNKNOWN = Outcome(PaymentOutcome.UNKNOWN)
+
+# An answer whose PaymentIntent contradicts the operation (docs/payments.md#answers-that-
+# do-not-match-their-operation) is applied as UNKNOWN with failure code MISMATCH + field;
+# onsale_payment_apply records it as "<kind>:mismatch" and reports it back.
+MISMATCH = "mismatch_"
+# How long the reconciler waits before looking again at an operation whose provider
+# answer contradicted it: each look logs and counts again, and none can confirm it.
+MISMATCH_RECHECK_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a payment operation recorded when it was sent: an answer is about this
+    operation only if its PaymentIntent agrees with every field known here."""
+
+    amount_minor: int
+    currency: str  # as stored ("EUR"); Stripe answers in lower case
+    provider_ref: str | None = None  # the PaymentIntent id, once an answer named it
+    authorization_id: str | None = None  # metadata.operation_id: the AUTHORIZE operation
+
+    def for_intent(self, provider_ref: str | None) -> Recorded:
+        """The same payment, for a capture or void sent to ``provider_ref``."""
+        return Recorded(self.amount_minor, self.currency, provider_ref, self.authorization_id)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def mismatch(recorded: Recorded, intent: dict[str, Any] | None) -> str | None:
+    """The first field of a PaymentIntent that contradicts the operation: ``id`` (not the
+    intent the operation recorded, or none at all), ``operation`` (its
+    ``metadata.operation_id`` names another operation), ``amount`` (another amount, or a
+    capture of another amount) or ``currency``; None when it agrees. No intent at all (a
+    timeout, a 404) contradicts nothing."""
+    if intent is None:
+        return None
+    ref = intent.get("id")
+    if not isinstance(ref, str) or not ref or (
+            recorded.provider_ref is not None and ref != recorded.provider_ref):
+        return "id"
+    metadata = intent.get("metadata")
+    named = metadata.get("operation_id") if isinstance(metadata, dict) else None
+    if recorded.authorization_id is not None and named is not None \
+            and named != recorded.authorization_id:
+        return "operation"
+    if _int(intent.get("amount")) != recorded.amount_minor:
+        return "amount"
+    received = _int(intent.get("amount_received"))
+    if intent.get("status") == "succeeded" and received is not None \
+            and received != recorded.amount_minor:
+        return "amount"
+    currency = intent.get("currency")
+    if not isinstance(currency, str) or currency.lower() != recorded.currency.strip().lower():
+        return "currency"
+    return None
+
+
+def mismatched(field: str, intent: dict[str, Any] | None = None) -> Outcome:
+    """The outcome applied for an answer that contradicts its operation: UNKNOWN (the
+    intent's id goes to the operators' trail only; UNKNOWN records no reference)."""
+    ref = intent.get("id") if intent is not None else None
+    return Outcome(PaymentOutcome.UNKNOWN, ref if isinstance(ref, str) else None,
+                   MISMATCH + field)
+
+
+def is_mismatch(outcome: Outcome) -> bool:
+    return outcome.outcome == PaymentOutcome.UNKNOWN and \
+        (outcome.failure_code or "").startswith(MISMATCH)
 
 
 def _intent(body: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -104,6 +175,18 @@ def _ambiguous(answer: ProviderAnswer) -> bool:
     was done, but nothing final can be concluded either)."""
     code = answer.status_code
     return code is None or code >= 500 or code in (401, 403, 409, 429)
+
+
+def checked(kind: str, answer: ProviderAnswer, recorded: Recorded) -> tuple[Outcome, str | None]:
+    """``classify``, cross-checked against what the operation recorded: an answer whose
+    PaymentIntent contradicts it is UNKNOWN, never a sale, a capture, a void or a
+    release. Returns the outcome and the contradicting field (None when it agrees)."""
+    outcome = classify(kind, answer)
+    if _ambiguous(answer):
+        return outcome, None  # not the provider's word: nothing to check
+    intent = _intent(answer.body)
+    field = mismatch(recorded, intent)
+    return (mismatched(field, intent), field) if field is not None else (outcome, None)
 
 
 def classify(kind: str, answer: ProviderAnswer) -> Outcome:
@@ -178,18 +261,23 @@ def can_change(kind: str, status: str, outcome: str) -> bool:
 class Decision:
     """What the reconciler does with an open authorization after looking it up."""
 
-    action: str  # "apply" | "abandon" | "wait"
+    action: str  # "apply" | "abandon" | "wait" | "mismatch"
     outcome: Outcome | None = None
 
 
-def after_lookup(found: dict[str, Any] | None, past_grace: bool) -> Decision:
+def after_lookup(found: dict[str, Any] | None, past_grace: bool,
+                 recorded: Recorded | None = None) -> Decision:
     """An open AUTHORIZE operation, looked up at the provider by its operation id.
 
     Nothing found releases the seats only once the grace deadline has passed
     (the request may still be on its way before that). A shopper still in
     3-D Secure past the grace is abandoned: the intent is voided first, and the
-    seats go only when the provider confirms the void.
+    seats go only when the provider confirms the void. An intent that contradicts
+    ``recorded`` is neither applied nor voided: "mismatch" (UNKNOWN, for operators).
     """
+    field = mismatch(recorded, found) if recorded is not None else None
+    if field is not None:
+        return Decision("mismatch", mismatched(field, found))
     if found is None:
         if not past_grace:
             return Decision("wait")

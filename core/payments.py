@@ -16,13 +16,25 @@ import uuid
 from typing import Any
 
 from onsale.core.metrics import Metrics
-from onsale.core.payment_rules import CAPTURE, VOID, Outcome, classify
+from onsale.core.payment_rules import (
+    AUTHORIZE,
+    CAPTURE,
+    VOID,
+    Outcome,
+    ProviderAnswer,
+    Recorded,
+    checked,
+    is_mismatch,
+)
 from onsale.core.queries import queries
 from onsale.core.stripe_provider import StripeProvider
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 
 log = logging.getLogger("onsale.payments")
+# The log line an operator alerts on (with onsale_payment_mismatch_total): a provider
+# answer about another PaymentIntent, amount or currency than the operation's.
+MISMATCH_LOG = "payment answer does not match its operation"
 
 
 def crash_point(settings: Settings, name: str) -> None:
@@ -40,6 +52,32 @@ class Payments:
         self.metrics = metrics
         self._background: set[asyncio.Task[None]] = set()
 
+    def mismatch(self, operation_id: uuid.UUID, kind: str | None, field: str, source: str,
+                 intent_ref: str | None) -> None:
+        """Alert: a provider answer contradicts its operation (held UNKNOWN, never applied)."""
+        self.metrics.payment_mismatches.labels(source=source, field=field).inc()
+        log.error("%s: operation %s (%s), the PaymentIntent's %s differs (intent %s, from "
+                  "the %s); held as UNKNOWN for an operator", MISMATCH_LOG, operation_id,
+                  kind or "payment", field, intent_ref, source)
+
+    def judge(self, operation_id: uuid.UUID, kind: str, answer: ProviderAnswer,
+              recorded: Recorded, source: str) -> Outcome:
+        """What an answer means for the operation, cross-checked against what it recorded."""
+        outcome, field = checked(kind, answer, recorded)
+        if field is not None:
+            self.mismatch(operation_id, kind, field, source, outcome.provider_ref)
+        return outcome
+
+    def _applied(self, operation_id: uuid.UUID, outcome: Outcome, source: str,
+                 result: Any) -> dict[str, Any]:
+        self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source=source).inc()
+        doc: dict[str, Any] = result if isinstance(result, dict) else json.loads(result)
+        if doc.get("mismatch") and not is_mismatch(outcome):
+            # Found by the database, under the operation's lock: another intent id than
+            # the one recorded (two answers raced, the other one first).
+            self.mismatch(operation_id, None, "id", source, outcome.provider_ref)
+        return doc
+
     async def apply(self, operation_id: uuid.UUID, outcome: Outcome, source: str,
                     conn: Any | None = None) -> dict[str, Any]:
         """Record one answer; returns the order's state and any follow-up to send."""
@@ -50,8 +88,7 @@ class Payments:
         else:
             async with self.db.connection() as c:
                 result = await c.fetchval(queries("payments")["apply"], *args)
-        self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source=source).inc()
-        return result if isinstance(result, dict) else json.loads(result)
+        return self._applied(operation_id, outcome, source, result)
 
     async def apply_webhook(self, conn: Any, event: tuple[str, str, str | None, Any],
                             operation_id: uuid.UUID, outcome: Outcome) -> dict[str, Any] | None:
@@ -63,8 +100,7 @@ class Payments:
             self.settings.payment_retry_seconds)
         if result is None:
             return None
-        self.metrics.payment_outcomes.labels(outcome=outcome.outcome, source="webhook").inc()
-        return result if isinstance(result, dict) else json.loads(result)
+        return self._applied(operation_id, outcome, "webhook", result)
 
     async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
                         currency: str, payment_method: str) -> dict[str, Any]:
@@ -72,48 +108,56 @@ class Payments:
             operation_id, order_id, amount_minor, currency, payment_method,
             f"{self.settings.public_url}/orders/{order_id}")
         crash_point(self.settings, "after_authorize_sent")
-        result = await self.apply(operation_id, classify("AUTHORIZE", answer), "response")
+        # The intent must be for what this operation asked: its amount, its currency, and
+        # (metadata) this operation; the database checks the id against a recorded one.
+        recorded = Recorded(amount_minor, currency, None, str(operation_id))
+        outcome = self.judge(operation_id, AUTHORIZE, answer, recorded, "response")
+        result = await self.apply(operation_id, outcome, "response")
         # The sale has committed: the shopper's answer does not wait for the capture
         # ("sold, capture pending"; the order page follows it). It is sent from here at
         # once, and if this process dies first, the reconciler sends it.
-        self.follow_up_soon(result)
+        self.follow_up_soon(result, recorded)
         return result
 
-    async def follow_up(self, result: dict[str, Any], source: str = "response") -> None:
-        """Send the capture (after the sale committed) or the void the answer asked for."""
+    async def follow_up(self, result: dict[str, Any], recorded: Recorded,
+                        source: str = "response") -> None:
+        """Send the capture (after the sale committed) or the void the answer asked for;
+        ``recorded``: the authorization it follows."""
         follow = result.get("follow_up")
         if not follow:
             return
         if follow["kind"] == CAPTURE:
             crash_point(self.settings, "after_sale_commit")
         await self.send(uuid.UUID(follow["operation_id"]), follow["kind"], follow["provider_ref"],
-                        source)
+                        recorded.for_intent(follow["provider_ref"]), source)
 
     async def send(self, operation_id: uuid.UUID, kind: str, intent_id: str | None,
-                   source: str = "response") -> None:
-        """Send (or re-send, same idempotency key) a capture or a void, and apply it."""
+                   recorded: Recorded, source: str = "response") -> dict[str, Any] | None:
+        """Send (or re-send, same idempotency key) a capture or a void, and apply it;
+        ``recorded``: the operation's amount and currency, ``intent_id`` its intent."""
         if intent_id is None:
-            return  # nothing known to act on; the reconciler looks it up
+            return None  # nothing known to act on; the reconciler looks it up
         if kind == CAPTURE:
             answer = await self.client.capture(operation_id, intent_id)
             crash_point(self.settings, "after_capture_sent")
         else:
+            kind = VOID
             answer = await self.client.cancel(operation_id, intent_id)
-        await self.apply(operation_id, classify(kind if kind == CAPTURE else VOID, answer),
-                         source)
+        outcome = self.judge(operation_id, kind, answer, recorded.for_intent(intent_id), source)
+        return await self.apply(operation_id, outcome, source)
 
-    def follow_up_soon(self, result: dict[str, Any]) -> None:
+    def follow_up_soon(self, result: dict[str, Any], recorded: Recorded) -> None:
         """Follow up without holding the caller (a webhook answer must be quick).
         If this process dies first, the reconciler sends it."""
         if not result.get("follow_up"):
             return
-        task = asyncio.create_task(self._follow_up_logged(result))
+        task = asyncio.create_task(self._follow_up_logged(result, recorded))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _follow_up_logged(self, result: dict[str, Any]) -> None:
+    async def _follow_up_logged(self, result: dict[str, Any], recorded: Recorded) -> None:
         try:
-            await self.follow_up(result)
+            await self.follow_up(result, recorded)
         except Exception:  # the reconciler converges it
             log.exception("follow-up %s failed; the reconciler will retry", result.get("follow_up"))
 

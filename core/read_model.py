@@ -18,6 +18,7 @@ from typing import Any
 
 from onsale.core.hold_rules import effective_status
 from onsale.core.queries import queries
+from onsale.core.venue_cache import layout_path
 from onsale.kernel.db import Database
 from onsale.kernel.timefmt import utc_iso
 
@@ -41,7 +42,10 @@ def event_json(row: Any) -> dict[str, Any]:
         "ga_tiers": row.get("ga_tiers") or [],
         "queue": queue_json(row),
         "links": {
-            "venue": f"/api/events/{row['event_id']}/venue",
+            # The layout's immutable URL (cacheable forever); the event's own venue
+            # URL serves the same bytes for older clients.
+            "venue": (layout_path(row["event_id"], row["layout_etag"])
+                      if row.get("layout_etag") else f"/api/events/{row['event_id']}/venue"),
             "holds": f"/api/events/{row['event_id']}/holds",
             "queue": f"/api/events/{row['event_id']}/queue",
         },

@@ -7,6 +7,10 @@ several workers share the work), asks the provider, and applies what it says:
   the grace is voided first). Not found: the seats are released only once the
   grace has passed; before that, we look again later;
 - a capture or a void is re-sent with its own idempotency key.
+An answer whose PaymentIntent contradicts the operation (another id, amount or
+currency than it recorded) is never applied, captured or voided: the operation
+stays UNKNOWN, the answer is logged and counted, and it is looked at again only
+every MISMATCH_RECHECK_SECONDS (docs/payments.md#answers-that-do-not-match-their-operation).
 """
 
 from __future__ import annotations
@@ -16,7 +20,17 @@ import logging
 from typing import Any
 
 from onsale.core.metrics import Metrics
-from onsale.core.payment_rules import AUTHORIZE, VOID, Outcome, after_lookup
+from onsale.core.payment_rules import (
+    AUTHORIZE,
+    MISMATCH,
+    MISMATCH_RECHECK_SECONDS,
+    VOID,
+    Outcome,
+    Recorded,
+    after_lookup,
+    mismatch,
+    mismatched,
+)
 from onsale.core.payment_state import PaymentOutcome
 from onsale.core.payments import Payments
 from onsale.core.psp_client import search_hit
@@ -28,27 +42,44 @@ LEASE_SECONDS = 60
 CONCURRENCY = 8
 
 
+def _recorded(op: Any, authorization_id: Any) -> Recorded:
+    return Recorded(int(op["amount_minor"]), op["currency"], op["provider_ref"],
+                    str(authorization_id))
+
+
 async def _authorization(payments: Payments, op: Any) -> str:
     answered, found = search_hit(await payments.client.find_by_operation(op["operation_id"]))
     if not answered:
         return "wait"
-    decision = after_lookup(found, bool(op["past_grace"]))
+    recorded = _recorded(op, op["operation_id"])
+    decision = after_lookup(found, bool(op["past_grace"]), recorded)
     if decision.action == "wait":
         return "wait"
     assert decision.outcome is not None
+    if decision.action == "mismatch":
+        assert decision.outcome.failure_code is not None
+        payments.mismatch(op["operation_id"], AUTHORIZE,
+                          decision.outcome.failure_code.removeprefix(MISMATCH),
+                          "reconciler", decision.outcome.provider_ref)
+        await payments.apply(op["operation_id"], decision.outcome, "reconciler")
+        return "mismatch"
     if decision.action == "abandon":
         async with payments.db.connection() as conn:
             void_id = await conn.fetchval(queries("payments")["abandon"], op["operation_id"],
                                           decision.outcome.provider_ref)
         if void_id is not None:
-            await payments.send(void_id, VOID, decision.outcome.provider_ref, "reconciler")
+            await payments.send(void_id, VOID, decision.outcome.provider_ref, recorded,
+                                "reconciler")
         return "abandon"
     result = await payments.apply(op["operation_id"], decision.outcome, "reconciler")
-    await payments.follow_up(result, "reconciler")
+    if result.get("mismatch"):
+        return "mismatch"
+    await payments.follow_up(result, recorded, "reconciler")
     return decision.outcome.outcome.lower()
 
 
 async def _follow_up(payments: Payments, op: Any) -> str:
+    recorded = _recorded(op, op["parent_operation_id"])
     intent_id = op["provider_ref"]
     if intent_id is None:  # a void for an authorization never found by id
         answered, found = search_hit(
@@ -59,9 +90,16 @@ async def _follow_up(payments: Payments, op: Any) -> str:
             await payments.apply(op["operation_id"],
                                  Outcome(PaymentOutcome.VOIDED, None, "not_found"), "reconciler")
             return "voided"
+        field = mismatch(recorded, found)
+        if field is not None:  # not the authorization we would void: leave it to an operator
+            payments.mismatch(op["operation_id"], op["kind"], field, "reconciler",
+                              found.get("id"))
+            await payments.apply(op["operation_id"], mismatched(field, found), "reconciler")
+            return "mismatch"
         intent_id = found["id"]
-    await payments.send(op["operation_id"], op["kind"], intent_id, "reconciler")
-    return "resent"
+    result = await payments.send(op["operation_id"], op["kind"], intent_id, recorded,
+                                 "reconciler")
+    return "mismatch" if result is not None and result.get("mismatch") else "resent"
 
 
 async def reconcile_once(payments: Payments, batch: int = 100) -> dict[str, int]:
@@ -84,10 +122,12 @@ async def reconcile_once(payments: Payments, batch: int = 100) -> dict[str, int]
             except Exception:
                 log.exception("reconciling %s %s failed", op["kind"], op["operation_id"])
                 action = "error"
-            if action in ("wait", "error"):
+            if action in ("wait", "error", "mismatch"):
+                # A contradicting answer will not change by itself: look again rarely.
+                delay = MISMATCH_RECHECK_SECONDS if action == "mismatch" else \
+                    payments.settings.payment_retry_seconds
                 async with payments.db.connection() as conn:
-                    await conn.execute(q["recheck_later"], op["operation_id"],
-                                       payments.settings.payment_retry_seconds)
+                    await conn.execute(q["recheck_later"], op["operation_id"], delay)
         payments.metrics.reconciled.labels(action=action).inc()
         counts[action] = counts.get(action, 0) + 1
 

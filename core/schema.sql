@@ -69,11 +69,25 @@ CREATE TABLE event_draw_secrets (
 );
 
 -- A random draw as published: every participant id (sorted, so the list says
--- nothing about arrival order); the order is recomputed from the seed.
+-- nothing about arrival order); the order is recomputed from the seed. One row per
+-- draw, its ids in queue_draw_chunks. participants: only a draw recorded by an edge
+-- of the build before 0006 (participant_count null); to be dropped.
 CREATE TABLE queue_draws (
-    event_id     bigint PRIMARY KEY REFERENCES events,
-    participants uuid[] NOT NULL,
-    drawn_at     timestamptz NOT NULL DEFAULT now()
+    event_id          bigint PRIMARY KEY REFERENCES events,
+    participants      uuid[],
+    drawn_at          timestamptz NOT NULL DEFAULT now(),
+    participant_count integer CHECK (participant_count >= 0),
+    CONSTRAINT queue_draws_recorded_check
+        CHECK (participant_count IS NOT NULL OR participants IS NOT NULL)
+);
+
+-- The draw's sorted ids in runs of at most 10,000, keyed by the 1-based index of
+-- each run's first id: a page of the published draw reads only the runs it shows.
+CREATE TABLE queue_draw_chunks (
+    event_id     bigint NOT NULL REFERENCES queue_draws,
+    first_index  integer NOT NULL CHECK (first_index >= 1),
+    participants uuid[] NOT NULL CHECK (cardinality(participants) BETWEEN 1 AND 10000),
+    PRIMARY KEY (event_id, first_index)
 );
 
 
@@ -1777,6 +1791,7 @@ DECLARE
     v_follow_kind text;
     v_applied boolean := true;
     v_void record;
+    v_mismatch boolean := false;
 BEGIN
     SELECT p.*, o.account_id, o.event_id, o.hold_id INTO v_op
     FROM payment_operations p JOIN orders o ON o.order_id = p.order_id
@@ -1798,6 +1813,12 @@ BEGIN
     SELECT o.* INTO v_order FROM orders o WHERE o.order_id = v_op.order_id FOR UPDATE;
     SELECT p.* INTO v_op FROM payment_operations p WHERE p.operation_id = p_operation_id
     FOR UPDATE;
+    IF p_outcome <> 'UNKNOWN' AND p_provider_ref IS NOT NULL AND v_op.provider_ref IS NOT NULL
+       AND p_provider_ref <> v_op.provider_ref THEN
+        p_outcome := 'UNKNOWN';  -- needs no more locks than were taken above
+        p_failure_code := 'mismatch_id';
+    END IF;
+    v_mismatch := p_outcome = 'UNKNOWN' AND starts_with(coalesce(p_failure_code, ''), 'mismatch_');
 
     IF p_outcome = 'UNKNOWN' THEN
         IF v_op.status IN ('PENDING', 'UNKNOWN') THEN
@@ -2039,7 +2060,13 @@ BEGIN
               AND p.status IN ('PENDING', 'UNKNOWN');
         END IF;
     END IF;
-    IF v_applied THEN
+    IF v_mismatch THEN  -- every one, applied or not: the operators' trail
+        INSERT INTO payment_events (order_id, operation_id, action, detail)
+        VALUES (v_order.order_id, p_operation_id, lower(v_op.kind) || ':mismatch',
+                jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
+                                   'provider_ref', p_provider_ref,
+                                   'recorded_ref', v_op.provider_ref, 'applied', v_applied));
+    ELSIF v_applied THEN
         INSERT INTO payment_events (order_id, operation_id, action, detail)
         VALUES (v_order.order_id, p_operation_id, lower(v_op.kind) || ':' || lower(p_outcome),
                 jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
@@ -2048,7 +2075,8 @@ BEGIN
     SELECT o.status, o.payment_status INTO v_order FROM orders o
     WHERE o.order_id = v_op.order_id;
     RETURN jsonb_build_object(
-        'applied', v_applied, 'order_id', v_op.order_id, 'order_status', v_order.status,
+        'applied', v_applied, 'mismatch', v_mismatch, 'order_id', v_op.order_id,
+        'order_status', v_order.status,
         'payment_status', v_order.payment_status,
         'follow_up', CASE WHEN v_follow IS NULL THEN NULL ELSE
             jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,

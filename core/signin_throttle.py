@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import ipaddress
 import math
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 
+from onsale.kernel.addresses import address_bucket
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_store import SESSIONS_DOWN, run_scripts
 
@@ -96,20 +96,6 @@ def lockout_seconds_after(failures: int, after: int, base: int, cap: int) -> int
     if failures < after:
         return 0
     return int(min(cap, base * 2 ** min(failures - after, 40)))
-
-
-def address_bucket(host: str) -> str:
-    """What one client address counts as: the address itself for IPv4 (and an
-    IPv4-mapped IPv6 address), its /64 for IPv6, the raw text otherwise."""
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return host[:64] or "unknown"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
 
 
 def email_digest(email: str) -> str:

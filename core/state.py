@@ -14,6 +14,7 @@ from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
 from onsale.core.signin_throttle import SigninThrottle
+from onsale.core.venues import VenueLayouts
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
@@ -57,6 +58,8 @@ class CoreState:
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
     # onsale dev: the background loops' own pool (background statement timeout)
     background_pool: Any = None
+    # The venue layouts, read on a small pool of their own (set where the API runs)
+    venues: VenueLayouts | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
 

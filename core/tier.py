@@ -30,6 +30,7 @@ from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState, core_state
 from onsale.core.stripe_provider import StripeProvider
 from onsale.core.sweeper import run_sweeper
+from onsale.core.venues import running_venues
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
@@ -81,7 +82,12 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
                                      inflight=settings.ga_batch_inflight)
     bulk: Redis | None = None
     background_pool: Any = None
+    layouts = contextlib.AsyncExitStack()
     try:
+        if api:
+            # Venue layouts are read on a small pool of their own: a flood of them
+            # never takes a connection that a hold would have used.
+            state.venues = await layouts.enter_async_context(running_venues(settings))
         pool = db.pool
         if background and api:
             # One process serves requests and runs the background loops (onsale dev):
@@ -119,6 +125,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
         await stop_background(state.tasks)
         if background_pool is not None:
             await background_pool.close()
+        await layouts.aclose()
         state.passwords.close()
         if bulk is not None:
             await bulk.aclose()

@@ -5,6 +5,8 @@ checked with the stripe SDK's verifier. Each
 event is recorded by its provider id in the same transaction that applies
 it, so a duplicate delivery changes nothing; the apply function accepts only
 forward transitions, so a late or reordered event cannot move state back.
+An event whose PaymentIntent contradicts the operation it names (another id,
+amount or currency) is recorded as ``mismatch`` and applies nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.payment_rules import Outcome, can_change, webhook_outcomes
+from onsale.core.payment_rules import (
+    Outcome,
+    Recorded,
+    can_change,
+    mismatch,
+    webhook_outcomes,
+)
 from onsale.core.payments import Payments
 from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
@@ -82,46 +90,67 @@ async def receive_payment_webhook(request: Request) -> Response:
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,
         # without locks, and record those in one statement.
-        todo = []
+        todo: list[tuple[uuid.UUID, Outcome, Recorded]] = []
+        contradicted: list[tuple[uuid.UUID, str, str]] = []
         outcomes = webhook_outcomes(event_type, intent) if authorize_id is not None else []
         for kind, outcome in outcomes:
             target = await conn.fetchrow(q["webhook_target"], authorize_id, kind)
-            if target is not None and can_change(kind, target["status"], outcome.outcome):
-                todo.append((target["operation_id"], outcome))
+            if target is None:
+                continue
+            # The intent must be the one the operation recorded, for its amount and
+            # currency: a signed event about another payment moves nothing.
+            recorded = Recorded(int(target["amount_minor"]), target["currency"],
+                                target["provider_ref"], str(authorize_id))
+            field = mismatch(recorded, intent)
+            if field is not None:
+                contradicted.append((target["operation_id"], kind, field))
+            elif can_change(kind, target["status"], outcome.outcome):
+                todo.append((target["operation_id"], outcome, recorded))
         if not todo:
-            recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
-                                           intent.get("id"), "ignored", payload)
-            return _answer(metrics, "ignored" if recorded else "duplicate")
+            result = "mismatch" if contradicted else "ignored"
+            stored = await conn.fetchval(q["record_webhook"], event_id, event_type,
+                                         intent.get("id"), result, payload)
+            if stored:
+                _alert(payments, contradicted, intent)
+            return _answer(metrics, result if stored else "duplicate")
         if len(todo) == 1:  # nearly always: one statement, one round trip
+            operation_id, outcome, recorded = todo[0]
             applied = await payments.apply_webhook(
-                conn, (event_id, event_type, intent.get("id"), payload), *todo[0])
+                conn, (event_id, event_type, intent.get("id"), payload), operation_id, outcome)
             if applied is None:
                 return _answer(metrics, "duplicate")
-            results = [applied]
+            results = [(applied, recorded)]
         else:
             results = await _record_and_apply_all(payments, conn, q, todo, event_id,
                                                   event_type, intent, payload)
             if not results:
                 return _answer(metrics, "duplicate")
-    for result in results:
-        payments.follow_up_soon(result)
-    return _answer(metrics, "applied" if any(r["applied"] for r in results) else "ignored")
+    _alert(payments, contradicted, intent)  # an event for two operations, one contradicted
+    for applied_result, follows in results:
+        payments.follow_up_soon(applied_result, follows)
+    return _answer(metrics, "applied" if any(r["applied"] for r, _ in results) else "ignored")
 
 
 async def _record_and_apply_all(payments: Payments, conn: Any, q: dict[str, str],
-                                todo: list[tuple[uuid.UUID, Outcome]], event_id: str,
+                                todo: list[tuple[uuid.UUID, Outcome, Recorded]], event_id: str,
                                 event_type: str, intent: dict[str, Any],
-                                payload: Any) -> list[dict[str, Any]]:
+                                payload: Any) -> list[tuple[dict[str, Any], Recorded]]:
     """Several operations in one delivery: one transaction; [] for a duplicate."""
     async with conn.transaction():
         # The record comes first: a concurrent duplicate waits on its key
         # and then finds it, so one delivery applies and the other does not.
-        recorded = await conn.fetchval(q["record_webhook"], event_id, event_type,
-                                       intent.get("id"), "applied", payload)
-        if recorded is None:
+        stored = await conn.fetchval(q["record_webhook"], event_id, event_type,
+                                     intent.get("id"), "applied", payload)
+        if stored is None:
             return []
-        return [await payments.apply(operation_id, outcome, "webhook", conn=conn)
-                for operation_id, outcome in todo]
+        return [(await payments.apply(operation_id, outcome, "webhook", conn=conn), recorded)
+                for operation_id, outcome, recorded in todo]
+
+
+def _alert(payments: Payments, contradicted: list[tuple[uuid.UUID, str, str]],
+           intent: dict[str, Any]) -> None:
+    for operation_id, kind, field in contradicted:
+        payments.mismatch(operation_id, kind, field, "webhook", intent.get("id"))
 
 
 def _answer(metrics: Any, result: str) -> Response:

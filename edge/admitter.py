@@ -188,7 +188,10 @@ class Admitter:
                 await commit_draw_seed(conn, event_id)
                 secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
             members = sorted(await store.participants(event_id))
-            recorded = await conn.fetchval(queries("queue")["record_draw"], event_id, members)
+            recorded = members
+            if not await conn.fetchval(queries("queue")["record_draw"], event_id, members):
+                # Recorded before (a repeat): the first record's participants, always.
+                recorded = await conn.fetchval(queries("queue")["recorded_draw"], event_id)
             await conn.execute(queries("queue")["reveal_seed"], event_id)
         order = draw_order(secret["seed"], [str(p) for p in recorded])
         for start in range(0, len(order), DRAW_CHUNK):

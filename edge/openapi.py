@@ -15,6 +15,7 @@ _TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,
            "description": "The ticket from the join answer (browsers send the "
                           "onsale_queue_{event_id} cookie instead)"}
 _OPS_ERRORS = {"401": problem("admin_required"), "404": problem("event_not_found"),
+               "429": problem("rate_limited"),
                "503": problem("queue_unavailable", "inventory_unavailable")}
 
 EDGE_PATHS: dict[str, dict[str, Any]] = {
@@ -29,29 +30,44 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                 "200": json_body("QueueStatus", "The place; admitted at once for passthrough"),
                 "400": problem("invalid_json"),
                 "401": problem("authentication_required"),
-                "403": problem("pow_required", "pow_invalid"),
+                "403": problem("pow_required", "pow_invalid", "pow_replayed"),
                 "404": problem("event_not_found"),
                 "409": problem("queue_not_open", "queue_closed"),
                 "429": problem("rate_limited"),
                 "503": problem("queue_unavailable", "inventory_unavailable")}},
         "get": {
-            "summary": "Poll the place (no Redis round trip); the admission token once admitted",
+            "summary": "Poll the place (no Redis round trip while waiting); once admitted, the "
+                       "admission token (the session must be live: 401 once signed out)",
             "parameters": [EVENT_ID, _TICKET],
             "responses": {
                 "200": json_body("QueueStatus"),
                 "401": problem("authentication_required"),
                 "404": problem("not_in_queue", "event_not_found"),
                 "429": problem("rate_limited"),
-                "503": problem("queue_unavailable")}}},
+                "503": problem("queue_unavailable", "session_unavailable")}}},
     "/api/events/{event_id}/queue/draw": {"get": {
         "summary": "The random draw: commitment before the sale, seed and participants after",
+        "description": "Before the seed is revealed: the commitment, `Cache-Control: "
+                       "no-store`. Once published a page never changes: strong `ETag`, "
+                       "`Cache-Control: public, max-age=31536000, immutable`, and "
+                       "`If-None-Match` answered 304. `next` links the following page. "
+                       "Each parameter at most once, in ASCII digits; a page whose first "
+                       "index would pass 2^31-1 is 400. Throttled per client address "
+                       "(`ONSALE_DRAW_LIMIT_IP`, 120 a minute by default).",
         "parameters": [EVENT_ID,
-                       {"name": "page", "in": "query", "schema": {"type": "integer",
-                                                                  "minimum": 1}},
-                       {"name": "per_page", "in": "query", "schema": {
-                           "type": "integer", "minimum": 1, "maximum": 100_000}}],
-        "responses": {"200": json_body("QueueDraw"), "400": problem("invalid_request"),
-                      "404": problem("event_not_found")}}},
+                       {"name": "page", "in": "query", "schema": {
+                           "type": "integer", "minimum": 1, "maximum": 2**31 - 1,
+                           "default": 1}},
+                       {"name": "per_page", "in": "query",
+                        "description": "At most ONSALE_DRAW_PAGE_MAX (10,000 by default), "
+                                       "which is also the default",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 10_000}},
+                       {"name": "If-None-Match", "in": "header", "required": False,
+                        "schema": {"type": "string"}}],
+        "responses": {"200": json_body("QueueDraw"), "304": {"description": "Not modified"},
+                      "400": problem("invalid_request"),
+                      "404": problem("event_not_found", "draw_page_not_found"),
+                      "429": problem("rate_limited")}}},
     "/api/ops/events/{event_id}/queue": {
         "get": {"summary": "Waiting-room settings, live figures and controller state (operator)",
                 "security": _ADMIN, "parameters": [EVENT_ID],

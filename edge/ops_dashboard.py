@@ -191,7 +191,7 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
                    "payments, change-capture lag (operator; cached about a second)",
         "security": _ADMIN, "parameters": [EVENT_ID],
         "responses": {"200": json_body("OpsDashboard"), "401": problem("admin_required"),
-                      "404": problem("event_not_found"),
+                      "404": problem("event_not_found"), "429": problem("rate_limited"),
                       "503": problem("queue_unavailable", "inventory_unavailable")}}},
     "/api/ops/audit": {"get": {
         "summary": "The invariant checks of onsale audit (operator; cached: run at most "
@@ -200,6 +200,7 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
         "parameters": [{"name": "fresh", "in": "query", "required": False,
                         "schema": {"type": "string", "enum": ["1", "true"]}}],
         "responses": {"200": json_body("OpsAudit"), "401": problem("admin_required"),
+                      "429": problem("rate_limited"),
                       "503": problem("inventory_unavailable")}}},
     "/api/ops/fairness": {"post": {
         "summary": "The fairness lab: simulate fifo and a random draw for an arrival "

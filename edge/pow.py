@@ -7,6 +7,11 @@ with ``difficulty`` zero bits, and sends both back when joining. Verifying
 costs one hash; solving costs about ``2 ** difficulty`` hashes (20 bits: about
 a million, a second or two in a browser).
 
+A verified solution is good for one join: ``check`` hands back its ``Work``
+(the challenge's id and expiry), and the join's own Redis script marks that
+challenge spent (``SET NX`` for ``remember_ms``) in the same step as the join,
+refusing a second join with it (``pow_replayed``, edge/queue_store.lua).
+
 Proof of work slows bulk joins by one machine; it does not prove a human.
 Which visitors must solve one is decided by the event's difficulty and by
 ``RiskHook`` (docs/edge.md#abuse-controls).
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 import secrets
 import time
 import uuid
@@ -29,12 +35,19 @@ SALT = "onsale.pow.v1"
 MAX_DIFFICULTY = 32
 MAX_SOLUTION = 64
 HIGH_RISK_MIN_DIFFICULTY = 18
+_NONCE = re.compile(r"[0-9a-f]{16}")  # secrets.token_hex(8): a challenge's id
 
 
 class PowVerdict(enum.Enum):
     OK = "ok"
     MISSING = "pow_required"
     INVALID = "pow_invalid"
+    REPLAYED = "pow_replayed"  # verified, but its challenge already admitted a join
+
+
+# A spent challenge is remembered past its expiry by this much, for the edge
+# processes whose clocks run behind the one that recorded it.
+SPENT_SLACK_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,16 @@ class Challenge:
     token: str
     difficulty: int
     expires_at: int
+
+
+@dataclass(frozen=True)
+class Work:
+    """A verified solution, not yet spent: ``challenge_id`` names its challenge
+    (one join per challenge), ``difficulty`` is what the join required."""
+
+    challenge_id: str
+    expires_at: int
+    difficulty: int
 
 
 @dataclass(frozen=True)
@@ -111,21 +134,34 @@ class PowCodec:
 
     def verify(self, proof: Any, event_id: int, account_id: uuid.UUID,
                difficulty: int) -> PowVerdict:
-        """``proof`` is the join body's ``pow`` member: {challenge, solution}."""
+        """``proof`` is the join body's ``pow`` member: {challenge, solution}.
+        Stateless: whether it was spent is the join script's to say."""
+        return self.check(proof, event_id, account_id, difficulty)[0]
+
+    def check(self, proof: Any, event_id: int, account_id: uuid.UUID,
+              difficulty: int) -> tuple[PowVerdict, Work | None]:
+        """The verdict, and for ``OK`` the ``Work`` the join must spend."""
         if not isinstance(proof, dict):
-            return PowVerdict.MISSING
+            return PowVerdict.MISSING, None
         token, solution = proof.get("challenge"), proof.get("solution")
         if (not isinstance(token, str) or not isinstance(solution, str)
                 or not 0 < len(solution) <= MAX_SOLUTION or len(token) > 512):
-            return PowVerdict.INVALID
+            return PowVerdict.INVALID, None
         try:
-            ev, account_hex, issued_difficulty, _nonce, expires = self._s.loads(token)
+            ev, account_hex, issued_difficulty, nonce, expires = self._s.loads(token)
         except (BadSignature, ValueError, TypeError):
-            return PowVerdict.INVALID
+            return PowVerdict.INVALID, None
         if (ev != event_id or account_hex != account_id.hex
                 or not isinstance(issued_difficulty, int) or issued_difficulty < difficulty
+                or not isinstance(nonce, str) or not _NONCE.fullmatch(nonce)
                 or not isinstance(expires, int) or expires <= self._clock()):
-            return PowVerdict.INVALID
+            return PowVerdict.INVALID, None
         if work(token, solution) < issued_difficulty:
-            return PowVerdict.INVALID
-        return PowVerdict.OK
+            return PowVerdict.INVALID, None
+        return PowVerdict.OK, Work(nonce, expires, difficulty)
+
+    def remember_ms(self, spent: Work) -> int:
+        """How long a spent challenge must be remembered: the rest of its life
+        (verify refuses it after that) and ``SPENT_SLACK_SECONDS``."""
+        left = max(0.0, spent.expires_at - self._clock())
+        return int((left + SPENT_SLACK_SECONDS) * 1000)

@@ -14,9 +14,12 @@
 --   stats    HASH joined, admitted, abandoned, no_show, expired, revoked
 --   lease    STRING "owner|fence" with a TTL: the one admitter of this event
 --   fence    counter of lease grants (the fencing token)
+--   pow:<challenge>  STRING, TTL the challenge's remaining life (+ 60 s): a
+--            proof-of-work challenge that a join used (one join per challenge)
 --
 -- Fenced scripts start with the FENCE prelude: they do nothing unless the
--- caller's fencing token is the current lease's.
+-- caller's fencing token is the current lease's. The join and claim scripts
+-- start with the SPEND prelude.
 
 -- name: fence
 local function fenced(key, fence)
@@ -24,9 +27,19 @@ local function fenced(key, fence)
   return (not v) or (string.match(v, '|(%d+)$') ~= fence)
 end
 
+-- name: spend
+-- A join that brings a proof of work names its challenge's key (and ARGV its
+-- TTL in ms) last: the challenge is marked spent in the join's own step, and a
+-- join that finds it spent already is refused ('replayed') and changes nothing.
+local function replayed(key, ttl_ms)
+  if not key then return false end
+  return not redis.call('SET', key, '1', 'NX', 'PX', ttl_ms)
+end
+
 -- name: join
--- KEYS queue pre seq seen status stats; ARGV account now_ms policy
+-- KEYS queue pre seq seen status stats [spent]; ARGV account now_ms policy [ttl_ms]
 -- One place per account: any number of tabs and devices get the same one.
+if replayed(KEYS[7], ARGV[4]) then return {'replayed', 0} end
 local acc = ARGV[1]
 local place = redis.call('ZSCORE', KEYS[1], acc)
 if place then return {'placed', tonumber(place)} end
@@ -42,11 +55,13 @@ redis.call('ZADD', KEYS[1], n, acc)
 return {'placed', n}
 
 -- name: claim
--- KEYS pending active sess stats queue
--- ARGV account device new_sid now_ms idle_ms passthrough steal
+-- KEYS pending active sess stats queue [spent]
+-- ARGV account device new_sid now_ms idle_ms passthrough steal [ttl_ms]
 -- Start or resume the one session of an admitted account. The same device
 -- resumes its session; another device gets a new one only when it asks to
 -- enter (steal = 1), which revokes the old; a poll from it learns 'elsewhere'.
+-- A passthrough join's proof of work is spent here (it makes no place).
+if replayed(KEYS[6], ARGV[8]) then return {'replayed', ''} end
 local acc, device, sid, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local cur = redis.call('HGET', KEYS[3], acc)
 local last = redis.call('ZSCORE', KEYS[2], acc)

@@ -22,14 +22,16 @@ from onsale.kernel.dependency import request_redis
 LUA_FILE = Path(__file__).with_suffix(".lua")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _FENCED = ("sweep", "admit", "close_draw", "assign_draw", "finish_draw", "merge_prequeue")
+_SPENDING = ("join", "claim")  # they may spend a proof of work (the ``spend`` prelude)
 
 
 @cache
 def lua_sources() -> dict[str, str]:
     parts = _NAME.split(LUA_FILE.read_text())
     blocks = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
-    prelude = blocks.pop("fence")
-    return {name: f"{prelude}\n{src}" if name in _FENCED else src
+    fence, spend = blocks.pop("fence"), blocks.pop("spend")
+    return {name: "\n".join([*([fence] if name in _FENCED else []),
+                             *([spend] if name in _SPENDING else []), src])
             for name, src in blocks.items()}
 
 
@@ -42,18 +44,37 @@ class EventKeys:
         self.pending, self.active, self.sess = p + "pending", p + "active", p + "sess"
         self.status, self.stats = p + "status", p + "stats"
         self.lease, self.fence = p + "lease", p + "fence"
+        self._prefix = p
+
+    def spent(self, challenge_id: str) -> str:
+        """A proof-of-work challenge used by a join (edge.pow: one join each)."""
+        return f"{self._prefix}pow:{challenge_id}"
 
 
 @dataclass(frozen=True)
 class Joined:
-    kind: str    # "placed" | "pre"
+    kind: str    # "placed" | "pre" | "replayed" (the proof of work was spent: no join)
     place: int   # 0 in the pre-queue
+
+
+@dataclass(frozen=True)
+class Spend:
+    """A proof of work a join spends, atomically with it: its challenge's id and
+    how long to remember it (``edge.pow.Work``, ``PowCodec.remember_ms``)."""
+
+    challenge_id: str
+    ttl_ms: int
+
+
+def _spending(k: EventKeys, spend: Spend | None) -> tuple[list[str], list[Any]]:
+    return ([], []) if spend is None else ([k.spent(spend.challenge_id)], [spend.ttl_ms])
 
 
 @dataclass(frozen=True)
 class Claimed:
     kind: str        # "same" (this device's session), "new", "elsewhere" (another
-    session_id: str  # device has it and this one did not ask to enter), "gone"
+    session_id: str  # device has it and this one did not ask to enter), "gone",
+    #                  "replayed" (the proof of work was spent: nothing claimed)
 
 
 @dataclass(frozen=True)
@@ -111,20 +132,24 @@ class QueueStore:
 
     # --- visitors ----------------------------------------------------------------------
 
-    async def join(self, event_id: int, account: uuid.UUID, policy: str, now_ms: int) -> Joined:
+    async def join(self, event_id: int, account: uuid.UUID, policy: str, now_ms: int,
+                   spend: Spend | None = None) -> Joined:
         k = EventKeys(event_id)
+        spent_key, ttl = _spending(k, spend)
         kind, place = await self._run(
-            "join", [k.queue, k.pre, k.seq, k.seen, k.status, k.stats],
-            [str(account), now_ms, policy])
+            "join", [k.queue, k.pre, k.seq, k.seen, k.status, k.stats, *spent_key],
+            [str(account), now_ms, policy, *ttl])
         return Joined(_s(kind), int(place))
 
     async def claim(self, event_id: int, account: uuid.UUID, device: str, now_ms: int,
-                    idle_ms: int, *, passthrough: bool = False, steal: bool = False) -> Claimed:
+                    idle_ms: int, *, passthrough: bool = False, steal: bool = False,
+                    spend: Spend | None = None) -> Claimed:
         k = EventKeys(event_id)
+        spent_key, ttl = _spending(k, spend)
         kind, sid = await self._run(
-            "claim", [k.pending, k.active, k.sess, k.stats, k.queue],
+            "claim", [k.pending, k.active, k.sess, k.stats, k.queue, *spent_key],
             [str(account), device, new_session_id(), now_ms, idle_ms, int(passthrough),
-             int(steal)])
+             int(steal), *ttl])
         return Claimed(_s(kind), _s(sid))
 
     async def place_of(self, event_id: int, account: uuid.UUID) -> int | None:

@@ -1,9 +1,11 @@
-"""The visitor's routes: join the queue, poll it, and read a random draw.
+"""The visitor's routes: join the queue and poll it (the published draw:
+``edge/draw_routes.py``).
 
-A poll reads only memory: the signed ticket (the place), the cached "now
-serving" figure and the cached event settings. Redis is touched once when a
-visitor is admitted (to claim its session), once after a random draw (to
-learn the drawn place), and when an admission token needs renewing.
+A poll reads only memory: the signed ticket (the place), the session cookie's
+signature, the cached "now serving" figure and the cached event settings.
+Redis is touched once when a visitor is admitted (to check its sign-in session
+is live, then claim its shopping session), once after a random draw (to learn
+the drawn place), and when an admission token needs renewing.
 """
 
 from __future__ import annotations
@@ -24,13 +26,12 @@ from starlette.routing import Route
 from onsale.edge.admission import eta_seconds, poll_after, position
 from onsale.edge.caches import EventConfig, Status
 from onsale.edge.limits import RateLimiter, retry_after
-from onsale.edge.pow import PowVerdict, RiskFacts, required_difficulty
-from onsale.edge.queries import queries
-from onsale.edge.queue_store import QUEUE_STORE_DOWN
+from onsale.edge.pow import PowVerdict, RiskFacts, Work, required_difficulty
+from onsale.edge.queue_store import QUEUE_STORE_DOWN, Spend
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.cookies import settings_cookie_policy
-from onsale.kernel.inputs import int_path, json_object, parse_id
+from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
 from onsale.kernel.sessions import current_account, signed_account
@@ -76,9 +77,11 @@ class View:
     """The answer to a join or a poll, and the cookies that go with it."""
 
     def __init__(self, edge: Edge, config: EventConfig, ticket: Ticket,
-                 presented: Presented) -> None:
+                 presented: Presented, *, live: bool, work: Work | None = None) -> None:
         self.edge, self.config, self.ticket = edge, config, ticket
         self.presented = presented
+        self.live = live  # the session record was checked (a poll reads only the signature)
+        self.work = work  # a join's proof of work, spent by the claim that admits it
         self.body: dict[str, Any] = {"event_id": config.event_id, "policy": config.policy}
         self.admission: str | None = None
         self.drop_ticket = False
@@ -119,7 +122,16 @@ class View:
                          onsale_at=utc_iso_ts(config.onsale_at))
 
     async def admit(self, request: Request, *, steal: bool) -> None:
-        """Admitted: the current admission token, renewed or claimed as needed."""
+        """Admitted: the current admission token, renewed or claimed as needed.
+
+        Only for a live session: a poll has read only the cookie's signature
+        (``signed_account``), so a poll that reaches this point checks the
+        session record first (401 ``authentication_required`` once signed
+        out): a copied cookie must not claim the shopping session or carry
+        off an admission token."""
+        if not self.live:
+            await current_account(request)
+            self.live = True
         edge, config, ticket = self.edge, self.config, self.ticket
         self.body.update(position=0, eta_seconds=0,
                          poll_after_seconds=edge.settings.queue_poll_seconds)
@@ -137,9 +149,13 @@ class View:
         try:
             claimed = await edge.store.claim(
                 config.event_id, ticket.account_id, ticket.device, _now_ms(),
-                edge.settings.shopper_idle_seconds * 1000, passthrough=open_door, steal=steal)
+                edge.settings.shopper_idle_seconds * 1000, passthrough=open_door, steal=steal,
+                spend=_spend(edge, self.work))
         except Exception as exc:
             raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
+        if claimed.kind == "replayed" and self.work is not None:
+            raise work_refused(edge, config.event_id, ticket.account_id, PowVerdict.REPLAYED,
+                               self.work.difficulty)
         edge.gate.forget(config.event_id, ticket.account_id)
         if claimed.kind == "gone" and config.policy == "passthrough":
             self.body.update(state="paused", position=None, eta_seconds=None)
@@ -169,8 +185,11 @@ def utc_iso_ts(ts: float) -> str:
 
 
 async def present(request: Request, edge: Edge, config: EventConfig, ticket: Ticket,
-                  presented: Presented, *, steal: bool) -> Response:
-    view = View(edge, config, ticket, presented)
+                  presented: Presented, *, steal: bool, live: bool,
+                  work: Work | None = None) -> Response:
+    """``live``: the session record was checked (a join), not only its signature (a
+    poll); ``work``: a passthrough join's proof of work, spent by its claim."""
+    view = View(edge, config, ticket, presented, live=live, work=work)
     if config.policy == "passthrough":
         await view.admit(request, steal=steal)
         return view.response()
@@ -229,20 +248,41 @@ async def join(request: Request) -> Response:
         raise Problem(409, "queue_closed")
     presented = read_ticket(request, edge, event_id, account)
     ticket = presented.ticket
+    work = None
     if ticket is None:  # a new device (tabs share their cookie, so their device)
-        await require_work(request, edge, config, account, body)
+        work = await require_work(request, edge, config, account, body)
         ticket = Ticket(event_id, account, 0, secrets.token_urlsafe(9))
     if config.policy != "passthrough":
-        try:
-            joined = await edge.store.join(event_id, account, config.policy, _now_ms())
+        try:  # the join script spends the proof of work in the same step
+            joined = await edge.store.join(event_id, account, config.policy, _now_ms(),
+                                           spend=_spend(edge, work))
         except Exception as exc:
             raise Problem(503, "queue_unavailable", detail=QUEUE_STORE_DOWN) from exc
+        if joined.kind == "replayed" and work is not None:
+            raise work_refused(edge, event_id, account, PowVerdict.REPLAYED, work.difficulty)
         ticket = Ticket(event_id, account, joined.place, ticket.device)
-    return await present(request, edge, config, ticket, presented, steal=True)
+        work = None
+    return await present(request, edge, config, ticket, presented, steal=True, live=True,
+                         work=work)
+
+
+def _spend(edge: Edge, work: Work | None) -> Spend | None:
+    return None if work is None else Spend(work.challenge_id, edge.pow.remember_ms(work))
+
+
+def work_refused(edge: Edge, event_id: int, account: uuid.UUID, verdict: PowVerdict,
+                 difficulty: int) -> Problem:
+    """403 with the verdict's code and a fresh challenge to solve."""
+    challenge = edge.pow.issue(event_id, account, difficulty)
+    return Problem(403, verdict.value, challenge=challenge.token, difficulty=difficulty,
+                   expires_at=utc_iso_ts(challenge.expires_at))
 
 
 async def require_work(request: Request, edge: Edge, config: EventConfig,
-                       account: uuid.UUID, body: dict[str, Any]) -> None:
+                       account: uuid.UUID, body: dict[str, Any]) -> Work | None:
+    """The proof of work this join must spend (None when none is asked for);
+    403 with a challenge when it is missing or wrong. Whether it was spent
+    already is the join script's to say (``pow_replayed``)."""
     facts = RiskFacts(config.event_id, account, client_ip(request),
                       request.headers.get("user-agent", ""), dict(request.headers))
     try:
@@ -251,77 +291,32 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
         risky = True  # a failing bot detector must not open the door
     difficulty = required_difficulty(config.pow_difficulty, risky)
     if difficulty == 0:
-        return
-    verdict = edge.pow.verify(body.get("pow"), config.event_id, account, difficulty)
-    if verdict is PowVerdict.OK:
-        return
-    challenge = edge.pow.issue(config.event_id, account, difficulty)
-    raise Problem(403, verdict.value, challenge=challenge.token, difficulty=difficulty,
-                  expires_at=utc_iso_ts(challenge.expires_at))
+        return None
+    verdict, work = edge.pow.check(body.get("pow"), config.event_id, account, difficulty)
+    if work is not None:
+        return work
+    raise work_refused(edge, config.event_id, account, verdict, difficulty)
 
 
 async def poll(request: Request) -> Response:
+    """A waiting visitor's position is read from the cookie's signature alone
+    (no Redis); reaching the front checks the session record (``View.admit``)."""
     edge = edge_state(request)
-    account = signed_account(request)  # no Redis on a poll (kernel.sessions.signed_account)
+    account = signed_account(request)  # no Redis while waiting (kernel.sessions)
     event_id = int_path(request, "event_id", "event_not_found")
     _limit((edge.poll_ip, edge.poll_account), (client_ip(request), account))
     presented = read_ticket(request, edge, event_id, account)
     if presented.ticket is None:
         raise Problem(404, "not_in_queue")
     config = edge.configs.cached(event_id) or await _config(edge, event_id)
-    return await present(request, edge, config, presented.ticket, presented, steal=False)
+    return await present(request, edge, config, presented.ticket, presented, steal=False,
+                         live=False)
 
 
 async def queue(request: Request) -> Response:
     return await (join(request) if request.method == "POST" else poll(request))
 
 
-DRAW_PAGE_MAX = 100_000
-
-
-def _page_param(request: Request, name: str, default: int, most: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    value = parse_id(raw)  # ASCII digits only ('²'.isdigit() is true, int('²') fails)
-    if value is None or value > most:
-        raise Problem(400, "invalid_request", detail=f"{name} must be an integer 1-{most}.")
-    return value
-
-
-async def draw(request: Request) -> Response:
-    """The published random draw: commitment, then seed and participants, a
-    page at a time (``?page=1&per_page=100000``; ``next`` links the rest)."""
-    edge = edge_state(request)
-    event_id = int_path(request, "event_id", "event_not_found")
-    page = _page_param(request, "page", 1, 10**6)
-    per_page = _page_param(request, "per_page", DRAW_PAGE_MAX, DRAW_PAGE_MAX)
-    first = (page - 1) * per_page + 1
-    async with edge.db.connection() as conn:
-        row = await conn.fetchrow(queries("queue")["published_draw"], event_id,
-                                  first, first + per_page - 1)
-    if row is None:
-        raise Problem(404, "event_not_found")
-    participants = row["participants"]
-    count = row["participant_count"]
-    pages = None if count is None else max(1, -(-count // per_page))
-    more = pages is not None and page < pages
-    return JSONResponse({
-        "event_id": event_id,
-        "commitment": row["draw_commitment"],
-        "seed": row["draw_seed"],
-        "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
-        "participant_count": count,
-        "page": page, "per_page": per_page, "pages": pages,
-        "next": (f"/api/events/{event_id}/queue/draw?page={page + 1}&per_page={per_page}"
-                 if more else None),
-        "participants": None if count is None else [str(p) for p in participants or ()],
-        "method": "place i = i-th participant sorted by HMAC-SHA256(key=seed, msg=id), hex "
-                  "ascending; check sha256(seed) == commitment (python -m onsale.edge.draw)",
-    }, headers={"Cache-Control": "public, max-age=60" if row["draw_seed"] else "no-store"})
-
-
 routes = [
     Route("/api/events/{event_id}/queue", queue, methods=["GET", "POST"]),
-    Route("/api/events/{event_id}/queue/draw", draw, methods=["GET"]),
 ]

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
 
 from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
+from onsale.edge.draw_pages import DrawPages
 from onsale.edge.gate import Gate
 from onsale.edge.limits import RateLimiter
 from onsale.edge.ops_cache import OpsState
@@ -46,6 +47,8 @@ class Edge:
     join_account: RateLimiter = field(default_factory=lambda: _per_minute(30))
     poll_ip: RateLimiter = field(default_factory=lambda: _per_minute(6000))
     poll_account: RateLimiter = field(default_factory=lambda: _per_minute(120))
+    draw_ip: RateLimiter = field(default_factory=lambda: _per_minute(120))
+    draw_pages: DrawPages = field(default_factory=DrawPages)  # published draws' pages
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     admitter: Any = None  # the Admitter running in this process, if any
     ops: OpsState = field(default_factory=OpsState)  # the operators' dashboard cache
@@ -80,6 +83,8 @@ def build_edge(settings: Settings, db: Database, redis: Redis, gate: Gate, *,
         join_account=_per_minute(settings.join_limit_account),
         poll_ip=_per_minute(settings.poll_limit_ip),
         poll_account=_per_minute(settings.poll_limit_account),
+        draw_ip=_per_minute(settings.draw_limit_ip),
+        draw_pages=DrawPages(settings.draw_cache_mb * 2**20),
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from onsale.edge import ops, ops_dashboard, routes
+from onsale.edge import draw_routes, ops, ops_dashboard, routes
 from onsale.edge.gate import Gate
 from onsale.edge.pow import RiskHook, no_risk
 from onsale.edge.runtime import Edge, build_edge, start_edge, stop_edge
@@ -19,7 +19,7 @@ from onsale.kernel.shared import Shared
 
 
 def edge_routes() -> list[BaseRoute]:
-    return [*routes.routes, *ops.routes, *ops_dashboard.routes]
+    return [*routes.routes, *draw_routes.routes, *ops.routes, *ops_dashboard.routes]
 
 
 def require_redis(settings: Settings) -> str:

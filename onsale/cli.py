@@ -30,6 +30,7 @@ from onsale.embedded import (
 from onsale.kernel.config import ConfigError, Settings, env_int
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
+from onsale.kernel.private_files import narrow_file, private_dir, write_private
 
 if TYPE_CHECKING:
     from onsale.compose import WebSocketLimits
@@ -46,8 +47,12 @@ def data_dir() -> Path:
 
 
 def dev_secrets(directory: Path) -> dict[str, str]:
-    """Keep dev secrets stable across runs so sessions and the admin token survive."""
+    """Keep dev secrets stable across runs so sessions and the admin token survive.
+    The folder is 0700 and the file 0600 from the moment each exists (an older,
+    broader one is narrowed first): docs/security.md#files-on-disk."""
+    private_dir(directory)
     path = directory / "secrets.json"
+    narrow_file(path)
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     wanted = {"ONSALE_SECRET_KEY": secrets.token_urlsafe(32),
               "ONSALE_ADMIN_TOKEN": secrets.token_urlsafe(24),
@@ -57,10 +62,8 @@ def dev_secrets(directory: Path) -> dict[str, str]:
               "ONSALE_PSP_SIM_KEY": "sim_dev_" + secrets.token_hex(16)}
     missing = {k: v for k, v in wanted.items() if k not in stored}
     if missing:
-        directory.mkdir(parents=True, exist_ok=True)
         stored.update(missing)
-        path.write_text(json.dumps(stored))
-        path.chmod(0o600)
+        write_private(path, json.dumps(stored).encode())
     return stored
 
 
@@ -217,7 +220,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             env["ONSALE_STRIPE_WEBHOOK_SECRET"] = env["ONSALE_PSP_WEBHOOK_SECRET"]
             env.setdefault("ONSALE_ALLOW_SIMULATOR", "true")  # dev pays the simulator
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
-        settings = Settings.from_env(env)
+        settings = Settings.from_env(env, dev=True)
         applied = asyncio.run(_migrate(settings.database_url))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
         url = f"http://{args.host}:{args.port}/"

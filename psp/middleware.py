@@ -3,8 +3,9 @@
 ``latency``: sleep, then process. ``timeout``: process, then hang before
 answering (or until the client gives up). ``lost_response``: process, then
 close the connection without any HTTP response. ``error_500``: answer 500
-without processing. Only authenticated requests to the five API operations
-draw from the rules (``psp.faults.classify``).
+without processing. ``wrong_amount``, ``wrong_currency``, ``wrong_id``: process,
+then answer with the intent altered (``psp.faults.tampered``). Only authenticated
+requests to the five API operations draw from the rules (``psp.faults.classify``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class FaultMiddleware:
             await _answer_500(send)
         elif rule.fault == "timeout":
             await self._timeout(scope, receive, send, rule.ms / 1000)
+        elif rule.fault in faults.WRONG:
+            await self._wrong(scope, receive, send, rule.fault)
         else:
             await self._lost(scope, receive, send)
 
@@ -106,6 +109,26 @@ class FaultMiddleware:
             return
         for message in held:
             await send(message)
+
+    async def _wrong(self, scope: Scope, receive: Receive, send: Send, fault: str) -> None:
+        held: list[Message] = []
+
+        async def hold(message: Message) -> None:
+            held.append(message)
+
+        await self.app(scope, receive, hold)
+        start = next((m for m in held if m["type"] == "http.response.start"), None)
+        if start is None:
+            return
+        raw = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
+        try:
+            body = json.dumps(faults.tampered(fault, json.loads(raw))).encode()
+        except ValueError:
+            body = raw
+        headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers,
+                                         (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _lost(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def discard(message: Message) -> None:

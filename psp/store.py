@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onsale.kernel.private_files import create_private, narrow_file, private_dir
 from onsale.psp import intents, methods, params
 from onsale.psp.idempotency import StoredKey
 from onsale.psp.intents import PaymentIntent
@@ -84,7 +85,13 @@ class QueuedEvent:
 
 class Store:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Only its owner may read the state (docs/security.md#files-on-disk): the folder
+        # 0700, the database created 0600 before SQLite opens it, and SQLite gives its
+        # -wal and -shm files the database file's mode (older, broader ones are narrowed).
+        private_dir(path.parent)
+        create_private(path)
+        for journal in ("-wal", "-shm", "-journal"):
+            narrow_file(path.with_name(path.name + journal))
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._lock = threading.RLock()
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -26,6 +26,7 @@ SENTENCES: dict[str, str] = {
     "idempotency_conflict": "This request was already sent with different details. "
                             "Please start again.",
     "event_not_found": "We could not find this event.",
+    "venue_not_found": "We could not load this seat map. Please reload the page.",
     "hold_not_found": "We could not find these seats for your account. They may have "
                       "been released.",
     "hold_not_releasable": "These seats can no longer be released: their payment has started.",
@@ -69,7 +70,9 @@ SENTENCES: dict[str, str] = {
     "rate_limited": "You are going a little fast. Please wait a moment and try again.",
     "pow_required": "Your browser needs to finish a short check before joining.",
     "pow_invalid": "The browser check did not pass. Please try again.",
+    "pow_replayed": "That browser check was already used. Your browser will do a new one.",
     "policy_frozen": "The queue policy cannot change once the sale is open.",
+    "draw_page_not_found": "The draw has fewer pages than that. Start again from the first page.",
     "not_found": "We could not find that page.",
     "method_not_allowed": "That action is not available here.",
     "internal_error": "Something went wrong on our side. Please try again.",

@@ -58,13 +58,19 @@ SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
                    'available', (SELECT coalesce(sum(b.available), 0)::integer FROM ga_buckets b
                                  WHERE b.event_id = g.event_id AND b.tier_id = g.tier_id))
                    ORDER BY g.tier_id)
-        FROM ga_tiers g WHERE g.event_id = e.event_id) AS ga_tiers
+        FROM ga_tiers g WHERE g.event_id = e.event_id) AS ga_tiers,
+       -- The layout's content hash: its immutable URL (links.venue).
+       (SELECT l.etag FROM venue_layouts l WHERE l.event_id = e.event_id) AS layout_etag
 FROM events e
 WHERE $1::bigint IS NULL OR e.event_id = $1
 ORDER BY e.onsale_at, e.event_id;
 
--- name: get_layout
-SELECT etag, body, body_gzip FROM venue_layouts WHERE event_id = $1;
+-- name: layout_json
+-- One representation of the layout, never both (docs/architecture.md#the-venue-layout).
+SELECT etag, body FROM venue_layouts WHERE event_id = $1;
+
+-- name: layout_gzip
+SELECT etag, body_gzip AS body FROM venue_layouts WHERE event_id = $1;
 
 -- name: event_by_name
 SELECT event_id FROM events WHERE name = $1 ORDER BY event_id LIMIT 1;

@@ -18,7 +18,8 @@ WHERE p.operation_id = $1;
 -- name: webhook_target
 -- The operation a webhook speaks about: the authorization itself, or its
 -- capture or void.
-SELECT operation_id, status FROM payment_operations
+-- What it recorded (amount, currency, intent) is what the event's intent must match.
+SELECT operation_id, status, amount_minor, currency, provider_ref FROM payment_operations
 WHERE ($2 = 'AUTHORIZE' AND operation_id = $1 AND kind = 'AUTHORIZE')
    OR ($2 <> 'AUTHORIZE' AND parent_operation_id = $1 AND kind = $2);
 
@@ -72,7 +73,8 @@ FROM (SELECT operation_id FROM payment_operations
      orders o, holds h
 WHERE p.operation_id = due.operation_id AND o.order_id = p.order_id AND h.hold_id = o.hold_id
 RETURNING p.operation_id, p.order_id, p.kind, p.status, p.provider_ref,
-          p.parent_operation_id, coalesce(h.grace_until, h.expires_at) <= now() AS past_grace;
+          p.parent_operation_id, p.amount_minor, p.currency,
+          coalesce(h.grace_until, h.expires_at) <= now() AS past_grace;
 
 -- name: recheck_later
 UPDATE payment_operations

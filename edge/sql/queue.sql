@@ -33,16 +33,33 @@ SELECT s.seed, e.draw_commitment FROM event_draw_secrets s JOIN events e USING (
 WHERE s.event_id = $1;
 
 -- name: record_draw
--- Publish the draw: the participants and the seed, once (a repeated draw after
--- a crash finds the first record and uses the same participants).
+-- Publish the draw's participants ($2, sorted), once: the draw's row and its chunks of
+-- at most 10,000 ids, in one statement (a crash leaves all or nothing). True if this
+-- call recorded them; false if a draw was already recorded (a repeat after a crash, or
+-- a stale admitter): the caller then reads it with recorded_draw, in a statement of its
+-- own, which sees a first record committed while this one waited on it.
 WITH drawn AS (
-    INSERT INTO queue_draws (event_id, participants) VALUES ($1, $2)
+    INSERT INTO queue_draws (event_id, participant_count) VALUES ($1, cardinality($2::uuid[]))
     ON CONFLICT (event_id) DO NOTHING
-    RETURNING participants
+    RETURNING event_id
+), chunks AS (
+    INSERT INTO queue_draw_chunks (event_id, first_index, participants)
+    SELECT drawn.event_id, s, ($2::uuid[])[s:s + 9999]
+    FROM drawn, generate_series(1, cardinality($2::uuid[]), 10000) AS s
 )
-SELECT participants FROM drawn
-UNION ALL
-SELECT participants FROM queue_draws WHERE event_id = $1 AND NOT EXISTS (SELECT 1 FROM drawn);
+SELECT EXISTS (SELECT FROM drawn);
+
+-- name: recorded_draw
+-- The recorded participants of a draw, in order, as text (asyncpg decodes a uuid[] about
+-- twenty times slower); a row recorded before migration 0006 has no participant_count:
+-- its array.
+SELECT CASE WHEN d.participant_count IS NULL THEN d.participants::text[]
+            ELSE ARRAY(SELECT u.p::text
+                       FROM queue_draw_chunks c,
+                            unnest(c.participants) WITH ORDINALITY AS u(p, i)
+                       WHERE c.event_id = d.event_id
+                       ORDER BY c.first_index, u.i) END
+FROM queue_draws d WHERE d.event_id = $1;
 
 -- name: reveal_seed
 UPDATE events e SET draw_seed = s.seed, drawn_at = coalesce(e.drawn_at, now())
@@ -50,8 +67,21 @@ FROM event_draw_secrets s
 WHERE e.event_id = $1 AND s.event_id = e.event_id;
 
 -- name: published_draw
--- $2, $3: the 1-based, inclusive slice of the participants for one page.
+-- The event's draw as published, and one page of its participants once the seed is
+-- revealed: $2, $3 the 1-based, inclusive indexes of the page. Only the chunks that
+-- overlap the page are read (a chunk holds at most 10,000 ids, so the one holding $2
+-- starts at $2 - 9999 or later); a draw recorded before migration 0006 (no
+-- participant_count) is sliced from its array. The ids come as text, ready to send.
 SELECT e.draw_commitment, e.draw_seed, e.drawn_at,
-       cardinality(d.participants) AS participant_count, d.participants[$2:$3] AS participants
+       coalesce(d.participant_count, cardinality(d.participants)) AS participant_count,
+       CASE WHEN e.draw_seed IS NULL OR d.event_id IS NULL THEN NULL
+            WHEN d.participant_count IS NULL THEN d.participants[$2:$3]::text[]
+            ELSE ARRAY(SELECT u.p::text
+                       FROM queue_draw_chunks c,
+                            unnest(c.participants[greatest($2 - c.first_index + 1, 1)
+                                                  :$3 - c.first_index + 1])
+                                WITH ORDINALITY AS u(p, i)
+                       WHERE c.event_id = $1 AND c.first_index BETWEEN $2 - 9999 AND $3
+                       ORDER BY c.first_index, u.i) END AS participants
 FROM events e LEFT JOIN queue_draws d USING (event_id)
 WHERE e.event_id = $1;

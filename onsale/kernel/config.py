@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from onsale.kernel.origins import parse_origin
 
@@ -122,6 +124,12 @@ class Settings:
     join_limit_account: int = 30
     poll_limit_ip: int = 6000
     poll_limit_account: int = 120
+    # The published random draw (docs/edge.md#serving-the-draw): requests
+    # per minute per client address, the most ids a page holds (also its default), and the
+    # memory of the encoded pages kept per process.
+    draw_limit_ip: int = 120
+    draw_page_max: int = 10_000
+    draw_cache_mb: int = 64
     # The admission controller's targets (docs/edge.md#the-adaptive-controller).
     target_hold_p99_ms: float = 300.0
     target_lock_wait_p99_ms: float = 100.0
@@ -132,6 +140,10 @@ class Settings:
     # Cross-site request forgery (docs/security.md#cross-site-request-forgery):
     # origins besides ONSALE_PUBLIC_URL's whose pages may post (ONSALE_ALLOWED_ORIGINS).
     allowed_origins: tuple[str, ...] = ()
+    # Failed operator-token attempts per client address per window, per process
+    # (docs/security.md#the-operator-token); past it 429 rate_limited.
+    admin_limit_failures: int = 10
+    admin_limit_window_seconds: int = 60
     # Sessions and sign-in (docs/configuration.md#sessions-and-sign-in,
     # docs/security.md#sessions): session_settings(env) reads them.
     session_store_timeout: float = 0.5
@@ -163,8 +175,10 @@ class Settings:
     @classmethod
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, require_secrets: bool = True,
+        dev: bool = False,
     ) -> Settings:
-        """Read settings; ``require_secrets=False`` for roles that sign nothing (worker)."""
+        """Read settings; ``require_secrets=False`` for roles that sign nothing (worker);
+        ``dev`` for ``onsale dev`` only (a plain-http payment provider anywhere)."""
         env = os.environ if env is None else env
         database_url = env.get("DATABASE_URL", "")
         if not database_url:
@@ -205,7 +219,7 @@ class Settings:
                 env, "ONSALE_OUTBOX_RETENTION_SECONDS", 7 * 86400, 60, 365 * 86400),
             cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
             session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
-            **payment_settings(env),
+            **payment_settings(env, dev=dev),
             **edge_settings(env),
             **session_settings(env),
             **security_settings(env),
@@ -216,14 +230,47 @@ class Settings:
 STRIPE_API = "https://api.stripe.com"
 
 
-def payment_settings(env: Mapping[str, str]) -> dict[str, Any]:
+def is_loopback_api_host(host: str | None) -> bool:
+    """Exactly ``localhost``, 127.0.0.0/8 or ::1: names a server reaches without a
+    network (not ``*.localhost``, which a resolver may send elsewhere)."""
+    if not host:
+        return False
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_api_base(api_base: str, *, dev: bool = False) -> str:
+    """ONSALE_STRIPE_API_BASE, or a ConfigError: an absolute http(s) URL, and plain
+    http only on a loopback host (a simulator on this machine), except in ``onsale dev``:
+    the secret key, card tokenization and every payment answer travel over it."""
+    if not api_base.startswith(("http://", "https://")):
+        raise ConfigError(f"ONSALE_STRIPE_API_BASE must be an http(s) URL, got {api_base!r}")
+    try:
+        host = urlsplit(api_base).hostname
+    except ValueError:
+        host = None
+    if not host:
+        raise ConfigError(f"ONSALE_STRIPE_API_BASE must name a host, got {api_base!r}")
+    if api_base.startswith("http://") and not dev and not is_loopback_api_host(host):
+        raise ConfigError(
+            f"ONSALE_STRIPE_API_BASE must be https:// (got {api_base!r}): plain http is "
+            "accepted only on a loopback host (127.0.0.1, ::1, localhost) or in onsale dev, "
+            "since the secret key and every payment answer travel over it")
+    return api_base
+
+
+def payment_settings(env: Mapping[str, str], *, dev: bool = False) -> dict[str, Any]:
     """The provider and the checkout timings (docs/configuration.md#payments)."""
-    api_base = (env.get("ONSALE_STRIPE_API_BASE") or STRIPE_API).rstrip("/")
+    api_base = check_api_base((env.get("ONSALE_STRIPE_API_BASE") or STRIPE_API).rstrip("/"),
+                              dev=dev)
     secret_key = env.get("ONSALE_STRIPE_SECRET_KEY", "")
     publishable = env.get("ONSALE_STRIPE_PUBLISHABLE_KEY", "")
     webhook_secret = env.get("ONSALE_STRIPE_WEBHOOK_SECRET", "")
-    if not api_base.startswith(("http://", "https://")):
-        raise ConfigError(f"ONSALE_STRIPE_API_BASE must be an http(s) URL, got {api_base!r}")
     if secret_key:
         if not secret_key.startswith(("sk_", "rk_")) or len(secret_key) < 16:
             raise ConfigError("ONSALE_STRIPE_SECRET_KEY must be a secret key (sk_… or rk_…)")
@@ -280,6 +327,9 @@ def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
         "join_limit_account": env_int(env, "ONSALE_JOIN_LIMIT_ACCOUNT", 30, 1, 10**9),
         "poll_limit_ip": env_int(env, "ONSALE_POLL_LIMIT_IP", 6000, 1, 10**9),
         "poll_limit_account": env_int(env, "ONSALE_POLL_LIMIT_ACCOUNT", 120, 1, 10**9),
+        "draw_limit_ip": env_int(env, "ONSALE_DRAW_LIMIT_IP", 120, 1, 10**9),
+        "draw_page_max": env_int(env, "ONSALE_DRAW_PAGE_MAX", 10_000, 1, 100_000),
+        "draw_cache_mb": env_int(env, "ONSALE_DRAW_CACHE_MB", 64, 1, 65_536),
         "target_hold_p99_ms": _float(env, "ONSALE_TARGET_HOLD_P99_MS", 300.0),
         "target_lock_wait_p99_ms": _float(env, "ONSALE_TARGET_LOCK_WAIT_P99_MS", 100.0),
         "target_conflict_rate": _share(env, "ONSALE_TARGET_CONFLICT_RATE", 0.6),
@@ -291,7 +341,8 @@ def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def security_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """Origins allowed to post (docs/configuration.md#security)."""
+    """Origins allowed to post and the operator-token throttle
+    (docs/configuration.md#security)."""
     origins = []
     for raw in (env.get("ONSALE_ALLOWED_ORIGINS") or "").split(","):
         if not raw.strip():
@@ -301,7 +352,12 @@ def security_settings(env: Mapping[str, str]) -> dict[str, Any]:
             raise ConfigError("every ONSALE_ALLOWED_ORIGINS entry must be an origin like "
                               f"https://shop.example or http://127.0.0.1:8000, got {raw.strip()!r}")
         origins.append(origin)
-    return {"allowed_origins": tuple(dict.fromkeys(origins))}
+    return {
+        "allowed_origins": tuple(dict.fromkeys(origins)),
+        "admin_limit_failures": env_int(env, "ONSALE_ADMIN_LIMIT_FAILURES", 10, 1, 10**6),
+        "admin_limit_window_seconds": env_int(env, "ONSALE_ADMIN_LIMIT_WINDOW_SECONDS", 60,
+                                              1, 86400),
+    }
 
 
 def session_settings(env: Mapping[str, str]) -> dict[str, Any]:

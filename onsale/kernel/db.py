@@ -76,7 +76,8 @@ def statement_bounds(settings: Settings, *, request_path: bool) -> tuple[int, fl
     return ms, ms / 1000 + 1
 
 
-async def create_pool(settings: Settings, *, request_path: bool = True) -> Any:
+async def create_pool(settings: Settings, *, request_path: bool = True,
+                      application_name: str = "onsale-core") -> Any:
     server_ms, client_s = statement_bounds(settings, request_path=request_path)
     return await asyncpg.create_pool(
         settings.database_url,
@@ -87,7 +88,7 @@ async def create_pool(settings: Settings, *, request_path: bool = True) -> Any:
         command_timeout=client_s,
         server_settings={
             "statement_timeout": str(server_ms),
-            "application_name": "onsale-core",
+            "application_name": application_name,
         },
     )
 

@@ -29,7 +29,9 @@ start. A connection past its deadline is aborted: ``SO_LINGER`` 0 and
 space drops its buffer at once (a graceful close keeps both until the peer reads).
 
 **The ledger.** Every connection's unsent bytes are summed per server, as last
-seen (buffers only shrink between looks, so the sum errs high). Past
+seen (buffers only shrink between looks, and a streamed byte counts from the moment
+it is handed over until a look at the send queue, so the sum errs high, and a burst
+of large answers is counted at once, not half a second later). Past
 ``max_unsent_bytes``, ``onsale.kernel.http_server.RequestLimit`` refuses new large
 answers with ``503 overloaded``; small ones are still served.
 """
@@ -87,6 +89,7 @@ class CorkedTransport:
         self._written = 0                          # bytes handed to this writer, ever
         self._mark = 0                             # bytes sent when the deadline started
         self._kernel = 0                           # the send queue, as last seen
+        self._pumped = 0                           # streamed to the transport since then
         self._sock: Any = None
         if write_timeout:
             try:
@@ -147,6 +150,7 @@ class CorkedTransport:
             else:
                 stream.popleft()
             self._streamed -= len(piece)
+            self._pumped += len(piece)  # unsent until the sweep sees the send queue
             transport.write(piece)  # may call pause_writing() before it returns
         self.observe()
         self._set_busy(bool(stream) or self._paused)
@@ -183,9 +187,11 @@ class CorkedTransport:
     # Accounting and the deadline ----------------------------------------------------
 
     def unsent(self) -> int:
-        """Bytes not yet taken by the peer, as last seen (the send queue at the last
-        ``observe(kernel=True)``)."""
-        return self._streamed + self._transport.get_write_buffer_size() + self._kernel
+        """Bytes not yet taken by the peer, as last seen: the send queue at the last
+        ``observe(kernel=True)``, and every streamed byte handed over since (the kernel
+        may have taken it all at once; it counts until the next look)."""
+        return (self._streamed + self._transport.get_write_buffer_size() + self._kernel
+                + self._pumped)
 
     def _start_deadline(self) -> None:
         if self._timeout:
@@ -198,6 +204,7 @@ class CorkedTransport:
         queue too, and lift or restart the deadline by what the peer has taken."""
         if kernel:
             self._kernel = send_queue(self._sock)
+            self._pumped = 0
         unsent = self.unsent()
         ledger = self._ledger
         ledger.total += unsent - self._counted
@@ -234,7 +241,7 @@ class CorkedTransport:
         """The connection is gone: its bytes leave the ledger."""
         self._ledger.total -= self._counted
         self._counted = 0
-        self._kernel = 0
+        self._kernel = self._pumped = 0
         self.deadline = 0.0
         self._stream.clear()
         self._streamed = 0

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from onsale.kernel.admin_throttle import AdminThrottle
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import request_redis_for
@@ -28,7 +29,7 @@ class Needs:
 def unopened(settings: Settings) -> Shared:
     """The shared parts before the lifespan opens anything: the settings and the
     session codec (a page can render, signed out, without a database)."""
-    return Shared(settings, None, None, build_sessions(settings))
+    return Shared(settings, None, None, build_sessions(settings), admin_throttle(settings))
 
 
 @contextlib.asynccontextmanager
@@ -50,4 +51,9 @@ async def running_shared(settings: Settings, needs: Needs,
             redis = request_redis_for(settings)
             stack.push_async_callback(redis.aclose)
             sessions.attach(SessionStore(redis))
-        yield Shared(settings, db, redis, sessions)
+        yield Shared(settings, db, redis, sessions, admin_throttle(settings))
+
+
+def admin_throttle(settings: Settings) -> AdminThrottle:
+    """The process's limit on failed operator-token attempts per address."""
+    return AdminThrottle(settings.admin_limit_failures, settings.admin_limit_window_seconds)

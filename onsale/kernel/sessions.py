@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
+import math
 import re
 import secrets
 import time
@@ -27,6 +29,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
+from onsale.kernel.addresses import client_bucket
 from onsale.kernel.cookies import CookiePolicy, settings_cookie_policy
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_cache import SessionCache, Verdict
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from onsale.kernel.config import Settings
 
 COOKIE = "onsale_session"
+security_log = logging.getLogger("onsale.security")
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 T = TypeVar("T")
 
@@ -231,10 +235,11 @@ async def current_account(connection: HTTPConnection) -> uuid.UUID:
 def signed_account(connection: HTTPConnection) -> uuid.UUID:
     """The account a validly signed, unexpired session cookie names, without
     asking whether the session was revoked; 401 ``authentication_required``
-    otherwise. Only for the queue poll, which must cost no Redis round trip
-    (docs/edge.md): it shows the caller its own place, and what it may hand
-    out (an admission token) is only accepted together with a live session
-    (holds, checkout and the seat map use ``current_account``)."""
+    otherwise. Only for the queue poll of a waiting visitor, which must cost no
+    Redis round trip (docs/edge.md): it shows the caller its own place. A poll
+    that would claim a shopping session or hand out an admission token checks
+    ``current_account`` first (edge/routes.py ``View.admit``), and holds,
+    checkout and the seat map accept a token only with a live session."""
     sessions = shared(connection).sessions
     token = sessions.token(connection)
     ref = sessions.codec.decode(token) if token else None
@@ -244,8 +249,28 @@ def signed_account(connection: HTTPConnection) -> uuid.UUID:
 
 
 def require_admin(request: Request) -> None:
-    expected = shared(request).settings.admin_token
+    """The operator's bearer token, or 401 ``admin_required``. Failed attempts are
+    limited per client address (``kernel.admin_throttle``): past the limit every
+    operator request from that address, the right token too, is ``429
+    rate_limited`` with ``Retry-After`` until the window has room again. Each
+    failure is logged (``onsale.security``: the address, never the token). A
+    request with no ``Authorization`` header guesses nothing and is not counted."""
+    parts = shared(request)
+    throttle = parts.admin_throttle
+    address = client_bucket(request)
+    wait = throttle.retry_in(address)
+    if wait > 0:  # decided before the token is looked at: the answer says nothing of it
+        raise Problem(429, "rate_limited", retry_after=max(1, math.ceil(wait)))
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
-        raise Problem(401, "admin_required")
+    expected = parts.settings.admin_token
+    if scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), expected.encode()):
+        return
+    if header:
+        failures = throttle.failed(address)
+        security_log.warning(
+            "operator token refused from %s: %d of %d failed attempts allowed per %g s%s",
+            address, failures, throttle.limit, throttle.window,
+            "; its operator requests are refused until the window has room"
+            if failures >= throttle.limit else "")
+    raise Problem(401, "admin_required")

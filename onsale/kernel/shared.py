@@ -1,14 +1,16 @@
 """What the tiers of one process share, opened once by the composition root
 (``onsale.kernel.process.running_shared``): the settings, the request path's database
-pool and Redis client (one circuit breaker each per process), and the sessions.
-Handlers read it through :func:`shared`."""
+pool and Redis client (one circuit breaker each per process), the sessions and the
+operator-token throttle. Handlers read it through :func:`shared`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from starlette.requests import HTTPConnection
+
+from onsale.kernel.admin_throttle import AdminThrottle
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -23,6 +25,8 @@ class Shared:
     db: Database | None          # None: no tier of this process reads the database
     redis: GuardedRedis | None   # None: REDIS_URL unset, or no tier needs it
     sessions: Sessions           # its store is Redis: without one it answers 503
+    # Failed operator-token attempts per address (kernel.sessions.require_admin).
+    admin_throttle: AdminThrottle = field(default_factory=AdminThrottle)
 
     @property
     def database(self) -> Database:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -114,4 +115,11 @@ def test_dev_serves_seeds_and_stops_cleanly() -> None:
             time.sleep(0.2)
         assert _children_for(data_dir) == [], "orphaned servers after Ctrl-C"
     assert (data_dir / "pg" / "PG_VERSION").exists()
+    # Secrets and the simulator's state are private (docs/security.md#files-on-disk); as
+    # root, the folder also lets the embedded PostgreSQL's own user through (search only).
+    modes = {name: stat.S_IMODE((data_dir / name).stat().st_mode)
+             for name in (".", "secrets.json", "psp.log", "psp", "psp/psp.sqlite3", "valkey")}
+    assert modes == {".": 0o711 if os.geteuid() == 0 else 0o700, "secrets.json": 0o600,
+                     "psp.log": 0o600, "psp": 0o700, "psp/psp.sqlite3": 0o600,
+                     "valkey": 0o700}
     shutil.rmtree(data_dir.parent, ignore_errors=True)

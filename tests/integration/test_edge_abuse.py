@@ -17,6 +17,7 @@ from tests.integration.edge_support import (
     admitter_for,
     edge_api,
     join_all,
+    keys,
     new_accounts,
     queue_event,
     refresh,
@@ -145,3 +146,45 @@ async def test_admitted_visitors_get_a_token_and_polls_renew_nothing_needlessly(
                              headers={"Idempotency-Key": str(uuid.uuid4()),
                                       "Admission-Token": token})
         assert r.status_code == 201, r.text
+
+
+async def spent_challenges(r: redis.asyncio.Redis, event_id: int) -> dict[str, int]:
+    """The spent-challenge marks of an event, with their TTLs in ms."""
+    found = [k async for k in r.scan_iter(match=keys(event_id).spent("*"))]
+    return {k.decode(): int(await r.pttl(k)) for k in found}
+
+
+async def test_a_proof_of_work_admits_one_join_only(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """A solution verifies for its challenge's whole life (5 minutes), so the join
+    script spends it: a second join with it, from another device, is refused
+    with a fresh challenge, and a solution of that one works (issue 21)."""
+    async with edge_api(db_url, valkey.url) as api:
+        for policy in ("fifo", "passthrough"):  # a place, or a claim at once
+            event_id = await queue_event(api, queue_policy=policy, pow_difficulty=8)
+            [alice] = await new_accounts(conn, 1)
+            phone = Visitor(api, alice, event_id)
+            challenge = (await phone.join()).json()["challenge"]
+            proof = {"challenge": challenge, "solution": solve(challenge, 8)}
+            first = await phone.join(pow=proof)
+            assert first.status_code == 200, first.text
+            [(mark, ttl)] = (await spent_challenges(redis_client, event_id)).items()
+            assert 290_000 < ttl <= 360_000  # the challenge's life and a minute of slack
+            sessions = await redis_client.hgetall(keys(event_id).sess)
+
+            laptop = Visitor(api, alice, event_id)  # a new device: no ticket
+            replay = await laptop.join(pow=proof)
+            assert (replay.status_code, replay.json()["code"]) == (403, "pow_replayed")
+            assert replay.json()["difficulty"] == 8 and laptop.ticket is None
+            assert "ticket" not in replay.json() and "admission_token" not in replay.json()
+            # The refused join changed nothing: no session taken over, one mark.
+            assert await redis_client.hgetall(keys(event_id).sess) == sessions
+            assert list(await spent_challenges(redis_client, event_id)) == [mark]
+            fresh = replay.json()["challenge"]
+            assert fresh != challenge
+            again = await laptop.join(pow={"challenge": fresh, "solution": solve(fresh, 8)})
+            assert again.status_code == 200, again.text
+            assert again.json().get("place") == first.json().get("place")
+            assert again.json()["state"] == first.json()["state"]
+            assert len(await spent_challenges(redis_client, event_id)) == 2

@@ -25,6 +25,7 @@ from tests.integration.edge_support import (
     refresh,
     tick_until,
 )
+from tests.sessions_support import mint_cookie
 from tests.stack import eventually
 
 KEYS = admission_keys("", SECRET)
@@ -176,3 +177,62 @@ async def test_core_alone_refuses_a_request_that_bypassed_the_edge(
         minted = AdmissionCodec(KEYS, 600).issue(event_id, alice, "never-issued")
         refused(await hold_with(api, alice, event_id, minted, [1]), "admission_expired")
         refused(await hold_with(api, alice, event_id, None, [1]), "admission_required")
+
+
+async def test_a_signed_out_cookie_sees_its_place_but_claims_nothing(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """The poll reads only the session cookie's signature (no Redis while waiting),
+    so a copy of a signed-out cookie still sees its place. Reaching the front is
+    different: claiming the shopping session and handing out an admission token
+    need a live session (issue 21)."""
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await api.create_event(queue_policy="fifo", admission_rate_min=60_000,
+                                          admission_rate_max=60_000, seats=20)
+        alice, bob, carol = await new_accounts(conn, 3)
+        shoppers = [Visitor(api, a, event_id) for a in (alice, bob, carol)]
+        for visitor in shoppers:
+            assert (await visitor.join()).status_code == 200
+
+        async def sign_out(account: uuid.UUID) -> None:
+            async with api.client(account, admit=False) as c:
+                assert (await c.delete("/api/session")).status_code == 204
+
+        # While waiting, a signed-out copy still reads its place (no Redis on a poll).
+        await sign_out(carol)
+        waiting = await shoppers[2].poll()
+        assert waiting.status_code == 200 and waiting.json()["state"] == "waiting"
+
+        async def admitted(account: uuid.UUID) -> bool:
+            return await redis_client.zscore(keys(event_id).pending, str(account)) is not None
+        await tick_until(admitter_for(api), lambda: admitted(carol))
+        await refresh(api)
+        # Alice claims her session and holds a token before signing out; Bob and
+        # Carol are admitted but have not claimed theirs yet.
+        assert (await shoppers[0].poll()).json()["state"] == "admitted"
+        assert shoppers[0].token is not None
+        await sign_out(alice)
+        await sign_out(bob)
+        # The copies: the same session cookie and ticket (and Alice's admission token).
+        for visitor in shoppers:
+            before = await redis_client.hget(keys(event_id).sess, str(visitor.account))
+            r = await visitor.poll()
+            assert (r.status_code, r.json()["code"]) == (401, "authentication_required"), r.text
+            assert "admission_token" not in r.json()
+            assert not any(c.startswith("onsale_admission_") for c in r.cookies)
+            assert await redis_client.hget(keys(event_id).sess, str(visitor.account)) == before
+        for account in (bob, carol):  # still waiting for a live session to claim it
+            assert await admitted(account)
+            assert await redis_client.hget(keys(event_id).sess, str(account)) is None
+
+        # Bob signs in again (a new session): the same ticket claims and is admitted.
+        fresh = mint_cookie(api.app.state.shared.settings, bob)
+        async with httpx.AsyncClient(
+                transport=api.transport, base_url="http://test",
+                cookies={api.app.state.shared.sessions.cookie_name: fresh}) as c:
+            live = await c.get(f"/api/events/{event_id}/queue",
+                               headers={"Queue-Ticket": shoppers[1].ticket or ""})
+        assert live.status_code == 200 and live.json()["state"] == "admitted", live.text
+        assert live.json()["admission_token"]
+        assert await redis_client.hget(keys(event_id).sess, str(bob)) is not None
+        assert not await admitted(bob)

@@ -78,3 +78,63 @@ async def test_a_late_authorization_reopens_a_void_that_found_nothing(
     assert (row["status"], row["provider_ref"]) == ("PENDING", "pi_3")
     await apply(conn, void_id, "VOIDED", "pi_3")
     await audit_clean(conn)
+
+
+async def trail(conn: Any, operation_id: uuid.UUID) -> list[tuple[str, Any]]:
+    rows = await conn.fetch("SELECT action, detail FROM payment_events WHERE operation_id = $1 "
+                            "ORDER BY payment_event_id", operation_id)
+    return [(r["action"], r["detail"]) for r in rows]
+
+
+async def test_an_answer_about_another_intent_is_held_unknown_never_applied(
+        api: Api, conn: Any) -> None:
+    """Checked under the operation's lock: an intent id other than the recorded one
+    sells, captures, compensates and releases nothing (docs/payments.md)."""
+    event_id, begun = await begin(api, conn, [1, 2])
+    op = begun["operation_id"]
+    await apply(conn, op, "REQUIRES_ACTION", "pi_1")
+    for outcome in ("AUTHORIZED", "DECLINED", "NO_AUTHORIZATION"):
+        other = await apply(conn, op, outcome, "pi_2", "card_declined")
+        assert (other["applied"], other["mismatch"], other["order_status"],
+                other["follow_up"]) == (False, True, "PENDING", None), outcome
+        assert await seats_of(conn, event_id) == ["PAYMENT_PENDING", "PAYMENT_PENDING"]
+    row = await conn.fetchrow("SELECT status, provider_ref FROM payment_operations "
+                              "WHERE operation_id = $1", op)
+    assert (row["status"], row["provider_ref"]) == ("REQUIRES_ACTION", "pi_1")
+    mismatches = [d for action, d in await trail(conn, op) if action == "authorize:mismatch"]
+    assert len(mismatches) == 3
+    assert {k: mismatches[0][k] for k in ("failure_code", "provider_ref", "recorded_ref")} == \
+        {"failure_code": "mismatch_id", "provider_ref": "pi_2", "recorded_ref": "pi_1"}
+    await audit_clean(conn)
+    # The recorded intent still sells; then a capture answer about another intent
+    # neither captures nor compensates the sale.
+    sold = await apply(conn, op, "AUTHORIZED", "pi_1")
+    assert (sold["order_status"], sold["mismatch"]) == ("CONFIRMED", False)
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    for outcome in ("CAPTURED", "CAPTURE_FAILED"):
+        result = await apply(conn, capture, outcome, "pi_3", "expired")
+        assert (result["mismatch"], result["order_status"], result["payment_status"]) == \
+            (True, "CONFIRMED", "UNKNOWN"), outcome
+    assert await seats_of(conn, event_id) == ["SOLD", "SOLD"]
+    assert [a for a, _ in await trail(conn, capture)] == ["capture:mismatch"] * 2
+    done = await apply(conn, capture, "CAPTURED", "pi_1")
+    assert (done["mismatch"], done["payment_status"]) == (False, "CAPTURED")
+    await audit_clean(conn)
+
+
+async def test_a_mismatch_found_by_core_is_recorded_as_unknown(api: Api, conn: Any) -> None:
+    """core/payment_rules.py found the amount or currency wrong: UNKNOWN, in the trail."""
+    event_id, begun = await begin(api, conn, [1])
+    op = begun["operation_id"]
+    result = await apply(conn, op, "UNKNOWN", "pi_4", "mismatch_amount")
+    assert (result["applied"], result["mismatch"], result["payment_status"]) == \
+        (True, True, "UNKNOWN")
+    assert await conn.fetchval("SELECT status FROM payment_operations WHERE operation_id = $1",
+                               op) == "UNKNOWN"
+    [(action, detail)] = [t for t in await trail(conn, op) if t[0] != "checkout_started"]
+    assert (action, detail["failure_code"], detail["provider_ref"], detail["applied"]) == \
+        ("authorize:mismatch", "mismatch_amount", "pi_4", True)
+    plain = await apply(conn, op, "UNKNOWN")  # a timeout is no mismatch
+    assert plain["mismatch"] is False
+    assert await seats_of(conn, event_id) == ["PAYMENT_PENDING", "AVAILABLE"]
+    await audit_clean(conn)

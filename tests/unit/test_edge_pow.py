@@ -6,8 +6,10 @@ import uuid
 
 from onsale.edge.pow import (
     HIGH_RISK_MIN_DIFFICULTY,
+    SPENT_SLACK_SECONDS,
     PowCodec,
     PowVerdict,
+    Work,
     leading_zero_bits,
     required_difficulty,
     solve,
@@ -65,3 +67,38 @@ def test_high_risk_visitors_get_at_least_the_floor() -> None:
     assert required_difficulty(0, False) == 0
     assert required_difficulty(0, True) == HIGH_RISK_MIN_DIFFICULTY
     assert required_difficulty(24, True) == 24
+
+
+def test_check_names_the_challenge_a_join_must_spend() -> None:
+    clock = Clock()
+    codec = PowCodec([KEY], 300, clock)
+    one, two = codec.issue(42, ALICE, 8), codec.issue(42, ALICE, 8)
+    verdict, spent = codec.check({"challenge": one.token, "solution": solve(one.token, 8)},
+                                 42, ALICE, 6)
+    assert verdict is PowVerdict.OK and spent is not None
+    assert (spent.expires_at, spent.difficulty) == (one.expires_at, 6)  # what was required
+    _, other = codec.check({"challenge": two.token, "solution": solve(two.token, 8)},
+                           42, ALICE, 8)
+    assert other is not None and other.challenge_id != spent.challenge_id
+    # Every solution of one challenge is the same work to spend: one join per challenge.
+    alt = next(s for s in (format(n, "x") for n in range(10**6))
+               if work(one.token, s) >= 8 and s != solve(one.token, 8))
+    assert codec.check({"challenge": one.token, "solution": alt}, 42, ALICE, 8)[1] == \
+        Work(spent.challenge_id, spent.expires_at, 8)
+    assert codec.check(None, 42, ALICE, 8) == (PowVerdict.MISSING, None)
+    assert codec.check({"challenge": one.token, "solution": "x"}, 43, ALICE, 8) == \
+        (PowVerdict.INVALID, None)
+
+
+def test_a_spent_challenge_is_remembered_for_the_rest_of_its_life_and_some() -> None:
+    clock = Clock()
+    codec = PowCodec([KEY], 300, clock)
+    challenge = codec.issue(42, ALICE, 1)
+    _, spent = codec.check({"challenge": challenge.token,
+                            "solution": solve(challenge.token, 1)}, 42, ALICE, 1)
+    assert spent is not None
+    assert codec.remember_ms(spent) == (300 + SPENT_SLACK_SECONDS) * 1000
+    clock.now += 299.5
+    assert codec.remember_ms(spent) == int((0.5 + SPENT_SLACK_SECONDS) * 1000)
+    clock.now += 10  # expired: verify refuses it, the mark still outlives other clocks
+    assert codec.remember_ms(spent) == SPENT_SLACK_SECONDS * 1000

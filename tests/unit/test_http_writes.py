@@ -85,6 +85,8 @@ async def test_a_large_body_is_fed_a_chunk_at_a_time_while_the_transport_takes_m
     assert peer.high == HIGH_WATER  # the writer set the transport's mark
     assert len(peer.buffer) <= HIGH_WATER + CHUNK  # not the whole body
     assert busy == [True]  # uvicorn's next response waits
+    assert ledger.total >= len(body) + 44  # handed-over bytes count until a look
+    writer.observe(kernel=True)
     assert ledger.total == len(body) + 44 - len(peer.sent)
     while peer.buffer:
         peer.peer_reads(7000)
@@ -170,6 +172,8 @@ async def test_abort_drops_everything_and_leaves_the_ledger() -> None:
     other = writer_on(PeerTransport(), ledger)
     writer.write(b"z" * (10 * HIGH_WATER))
     other.write(b"w" * (2 * HIGH_WATER))
+    writer.observe(kernel=True)
+    other.observe(kernel=True)
     both = ledger.total
     assert both == 12 * HIGH_WATER
     writer.abort()

@@ -119,3 +119,21 @@ def test_webhook_fault_decisions() -> None:
     assert faults.duplicated(settings, Dice(0.49)) is True
     assert faults.duplicated(settings, Dice(0.5)) is False
     assert faults.duplicated(WebhookFaults(), Dice()) is False
+
+
+def test_wrong_faults_alter_every_intent_in_an_answer() -> None:
+    state = faults.parse({"rules": [{"op": "capture", "fault": "wrong_id"},
+                                    {"op": "search", "fault": "wrong_amount", "count": 1}]})
+    assert [(r.fault, r.ms) for r in state.rules] == [("wrong_id", 0), ("wrong_amount", 0)]
+    intent = {"id": "pi_1", "object": "payment_intent", "amount": 2500, "currency": "eur"}
+    assert faults.tampered("wrong_amount", intent) == {**intent, "amount": 2600}
+    assert faults.tampered("wrong_currency", intent) == {**intent, "currency": "xts"}
+    assert faults.tampered("wrong_id", intent) == {**intent, "id": "pi_wrong_1"}
+    search = {"object": "search_result", "data": [intent, intent], "has_more": False}
+    assert faults.tampered("wrong_id", search)["data"] == [{**intent, "id": "pi_wrong_1"}] * 2
+    error = {"error": {"type": "card_error", "payment_intent": intent}}
+    assert faults.tampered("wrong_currency", error) == \
+        {"error": {"type": "card_error", "payment_intent": {**intent, "currency": "xts"}}}
+    assert intent["amount"] == 2500  # the original is not changed
+    for body in ({"error": {"type": "api_error"}}, {"object": "payment_method"}, [1], None):
+        assert faults.tampered("wrong_amount", body) == body

@@ -87,12 +87,12 @@ async def test_the_origin_check(method: str, headers: dict[str, str], status: in
 
 
 def test_allowed_origins_setting() -> None:
-    assert security_settings({}) == {"allowed_origins": ()}
-    assert security_settings({"ONSALE_ALLOWED_ORIGINS": ""}) == {"allowed_origins": ()}
+    assert security_settings({})["allowed_origins"] == ()
+    assert security_settings({"ONSALE_ALLOWED_ORIGINS": ""})["allowed_origins"] == ()
     got = security_settings({"ONSALE_ALLOWED_ORIGINS":
                              " https://WWW.shop.example , http://127.0.0.1:9000/,,"
                              "https://www.shop.example"})
-    assert got == {"allowed_origins": ("https://www.shop.example", "http://127.0.0.1:9000")}
+    assert got["allowed_origins"] == ("https://www.shop.example", "http://127.0.0.1:9000")
     for bad in ("https://shop.example/path", "shop.example", "*", "null", "ftp://x"):
         with pytest.raises(ConfigError, match="ONSALE_ALLOWED_ORIGINS"):
             security_settings({"ONSALE_ALLOWED_ORIGINS": bad})

@@ -16,6 +16,7 @@ from itsdangerous import URLSafeTimedSerializer
 from starlette.requests import Request
 from starlette.responses import Response
 
+from onsale.kernel.admin_throttle import AdminThrottle
 from onsale.kernel.cookies import cookie_policy
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_store import SESSIONS_DOWN
@@ -430,6 +431,7 @@ def make_request(sessions: Sessions, headers: dict[str, str] | None = None,
                  admin_token: str = "admin-token-0123456789") -> Request:
     app = SimpleNamespace(state=SimpleNamespace(shared=SimpleNamespace(
         sessions=sessions, settings=SimpleNamespace(admin_token=admin_token),
+        admin_throttle=AdminThrottle(),
     )))
     raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw, "app": app})

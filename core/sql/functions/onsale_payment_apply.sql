@@ -24,6 +24,15 @@
 --     the hold and its seats.
 --   * A GA hold sells, frees or compensates its places the same way, through
 --     onsale_ga_move (its stripes are the last locks taken).
+--   * An answer about another PaymentIntent than the one the operation
+--     recorded (p_provider_ref differs from a stored provider_ref), checked
+--     under the operation's lock, is applied as UNKNOWN with failure code
+--     'mismatch_id'; so is an UNKNOWN the caller already found contradicting
+--     the operation (failure code 'mismatch_<field>': amount and currency are
+--     checked in core/payment_rules.py against the same immutable columns).
+--     Either is logged in payment_events as '<kind>:mismatch' and returned as
+--     mismatch = true: it never sells, captures, voids or releases anything
+--     (docs/payments.md#answers-that-do-not-match-their-operation).
 -- requires: onsale_ga_move, onsale_release_paid_hold
 
 CREATE OR REPLACE FUNCTION onsale_payment_apply(
@@ -41,6 +50,7 @@ DECLARE
     v_follow_kind text;
     v_applied boolean := true;
     v_void record;
+    v_mismatch boolean := false;
 BEGIN
     SELECT p.*, o.account_id, o.event_id, o.hold_id INTO v_op
     FROM payment_operations p JOIN orders o ON o.order_id = p.order_id
@@ -62,6 +72,12 @@ BEGIN
     SELECT o.* INTO v_order FROM orders o WHERE o.order_id = v_op.order_id FOR UPDATE;
     SELECT p.* INTO v_op FROM payment_operations p WHERE p.operation_id = p_operation_id
     FOR UPDATE;
+    IF p_outcome <> 'UNKNOWN' AND p_provider_ref IS NOT NULL AND v_op.provider_ref IS NOT NULL
+       AND p_provider_ref <> v_op.provider_ref THEN
+        p_outcome := 'UNKNOWN';  -- needs no more locks than were taken above
+        p_failure_code := 'mismatch_id';
+    END IF;
+    v_mismatch := p_outcome = 'UNKNOWN' AND starts_with(coalesce(p_failure_code, ''), 'mismatch_');
 
     IF p_outcome = 'UNKNOWN' THEN
         IF v_op.status IN ('PENDING', 'UNKNOWN') THEN
@@ -303,7 +319,13 @@ BEGIN
               AND p.status IN ('PENDING', 'UNKNOWN');
         END IF;
     END IF;
-    IF v_applied THEN
+    IF v_mismatch THEN  -- every one, applied or not: the operators' trail
+        INSERT INTO payment_events (order_id, operation_id, action, detail)
+        VALUES (v_order.order_id, p_operation_id, lower(v_op.kind) || ':mismatch',
+                jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
+                                   'provider_ref', p_provider_ref,
+                                   'recorded_ref', v_op.provider_ref, 'applied', v_applied));
+    ELSIF v_applied THEN
         INSERT INTO payment_events (order_id, operation_id, action, detail)
         VALUES (v_order.order_id, p_operation_id, lower(v_op.kind) || ':' || lower(p_outcome),
                 jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
@@ -312,7 +334,8 @@ BEGIN
     SELECT o.status, o.payment_status INTO v_order FROM orders o
     WHERE o.order_id = v_op.order_id;
     RETURN jsonb_build_object(
-        'applied', v_applied, 'order_id', v_op.order_id, 'order_status', v_order.status,
+        'applied', v_applied, 'mismatch', v_mismatch, 'order_id', v_op.order_id,
+        'order_status', v_order.status,
         'payment_status', v_order.payment_status,
         'follow_up', CASE WHEN v_follow IS NULL THEN NULL ELSE
             jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,

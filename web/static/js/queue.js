@@ -162,6 +162,7 @@ function failed(error, retry) {
       return;
     case "pow_required":
     case "pow_invalid":
+    case "pow_replayed":
       work(error.problem);
       return;
     case "queue_not_open":
@@ -213,7 +214,8 @@ async function join(proof) {
   }
 }
 
-// Solve the challenge of a pow_required / pow_invalid answer, then join again.
+// Solve the challenge of a pow_required / pow_invalid / pow_replayed answer, then join
+// again.
 async function work(problem) {
   powTries += 1;
   if (powTries > 3 || !problem.challenge) {

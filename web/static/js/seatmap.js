@@ -333,7 +333,10 @@ async function start() {
   legend();
   let venue;
   try {
-    [venue] = await Promise.all([api(`/api/events/${EVENT.event_id}/venue`), feed.loadSnapshot()]);
+    // The layout's immutable, content-addressed URL (links.venue): cached by the
+    // browser and any CDN for good, so a reload asks nothing of core.
+    const venueUrl = (EVENT.links && EVENT.links.venue) || `/api/events/${EVENT.event_id}/venue`;
+    [venue] = await Promise.all([api(venueUrl), feed.loadSnapshot()]);
   } catch (error) {
     if (error.status === 401 || error.status === 403) {
       $("seat-layout").hidden = true;

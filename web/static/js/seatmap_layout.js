@@ -1,4 +1,4 @@
-// The venue layout (GET /api/events/{id}/venue, columnar) turned into what the
+// The venue layout (the event's links.venue, columnar) turned into what the
 // map and the picker need: typed arrays of positions, sections -> rows -> seats,
 // labels and a grid for finding the seat under the pointer. Pure: no DOM.
 
