@@ -19,7 +19,10 @@ body is streaming, uvicorn's flow control is paused: the next response on the
 connection waits for it.
 
 **The write deadline.** A large body, or any bytes left in the transport's buffer,
-arm a deadline of ``write_timeout``. The server's sweep looks at what is still
+arm a deadline of ``write_timeout``; until it is lifted, ``close()`` (uvicorn's
+keep-alive timeout, a ``Connection: close`` answer) waits for the peer to take
+everything, so a closed connection never leaves an orphan socket full of unread
+bytes in the kernel. The server's sweep looks at what is still
 unsent — the stream, the transport's buffer and the socket's send queue in the
 kernel (``TIOCOUTQ``), which on a fast link takes a whole answer of a megabyte or
 more from a peer that never reads — and lifts the deadline when all of it is gone,
@@ -91,6 +94,7 @@ class CorkedTransport:
         self._kernel = 0                           # the send queue, as last seen
         self._pumped = 0                           # streamed to the transport since then
         self._sock: Any = None
+        self.send_queue: Callable[[Any], int] = send_queue  # (tests give their own)
         if write_timeout:
             try:
                 transport.set_write_buffer_limits(high=HIGH_WATER)
@@ -154,7 +158,7 @@ class CorkedTransport:
             transport.write(piece)  # may call pause_writing() before it returns
         self.observe()
         self._set_busy(bool(stream) or self._paused)
-        if not stream and self._closing:
+        if not stream and self._closing and not self.deadline:
             transport.close()
 
     def writelines(self, lines: Any) -> None:
@@ -163,8 +167,11 @@ class CorkedTransport:
 
     def close(self) -> None:
         self.flush()
-        if self._stream:
-            self._closing = True  # closed by _pump once the peer has it all
+        if self._stream or (self._timeout and self.deadline):
+            # Closed once the peer has it all, the socket's send queue included (else
+            # the kernel would keep an orphan socket with it, out of our sight), or
+            # aborted at the deadline.
+            self._closing = True
         else:
             self._transport.close()
 
@@ -203,7 +210,7 @@ class CorkedTransport:
         bytes wait in user space. With ``kernel`` (the sweep), read the socket's send
         queue too, and lift or restart the deadline by what the peer has taken."""
         if kernel:
-            self._kernel = send_queue(self._sock)
+            self._kernel = self.send_queue(self._sock)
             self._pumped = 0
         unsent = self.unsent()
         ledger = self._ledger
@@ -218,6 +225,8 @@ class CorkedTransport:
                 self._mark = taken
             self.deadline = write_deadline(unsent, self.deadline, self._loop.time(),
                                            self._timeout, progressed=progressed)
+            if self._closing and not unsent and not self._transport.is_closing():
+                self._transport.close()  # the peer has taken it all: close for real
         elif unsent and not self.deadline:
             self._start_deadline()
 

@@ -24,7 +24,7 @@ from onsale.embedded import EmbeddedPostgres, free_port
 from tests.conftest import ADMIN_TOKEN, audit_clean
 from tests.stack import ONSALE, Process, Stack, connected, eventually, started_stack
 
-WRITE_TIMEOUT = 2.0
+WRITE_TIMEOUT = 3.0
 SLOW = 250  # connections per target (the venue on core, the draw on the edge: 500 in all)
 
 
@@ -33,6 +33,9 @@ async def stack(pg: EmbeddedPostgres, template_db: str,
                 tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ONSALE_HTTP_WRITE_TIMEOUT", str(WRITE_TIMEOUT))
+        # Shorter than the write deadline, as by default (5 s and 15 s): the keep-alive
+        # close must not hand a never-read answer to the kernel and forget it.
+        env.setenv("ONSALE_HTTP_KEEPALIVE_TIMEOUT", "1")
         async with started_stack(pg, template_db, tmp_path_factory.mktemp("slow")) as s:
             yield s
 

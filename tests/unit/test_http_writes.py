@@ -117,7 +117,45 @@ async def test_close_waits_for_the_stream_and_then_closes() -> None:
     writer.write(b"late")  # nothing is written after close
     while peer.buffer:
         peer.peer_reads(8192)
+    assert not peer.closed  # the send queue is not looked at yet: it may hold more
+    writer.observe(kernel=True)  # the sweep: all of it taken
     assert peer.closed and bytes(peer.sent) == b"x" * (4 * HIGH_WATER)
+
+
+async def test_a_close_after_a_large_answer_waits_for_the_kernel_to_send_it() -> None:
+    """The kernel took the whole answer at once; a graceful close now would leave it in
+    an orphan socket: the connection stays until the peer took it, or is aborted."""
+    peer, ledger = PeerTransport(), UnsentLedger(1 << 30)
+    writer = writer_on(peer, ledger, timeout=0.05)
+    in_kernel = [4 * CHUNK]
+    writer.send_queue = lambda sock: in_kernel[0]
+    peer.high = 1 << 30
+    writer.write(b"k" * (4 * CHUNK))
+    peer.peer_reads(len(peer.buffer))  # out of user space, into the kernel's queue
+    writer.close()
+    writer.observe(kernel=True)
+    assert not peer.closed and writer.deadline > 0.0 and ledger.total == 4 * CHUNK
+    await asyncio.sleep(0.06)
+    writer.observe(kernel=True)
+    assert write_overdue(writer.deadline, asyncio.get_running_loop().time())
+    writer.abort()
+    assert peer.aborted and ledger.total == 0
+
+
+async def test_a_close_after_a_large_answer_closes_once_the_peer_took_it() -> None:
+    peer, ledger = PeerTransport(), UnsentLedger(1 << 30)
+    writer = writer_on(peer, ledger)
+    in_kernel = [4 * CHUNK]
+    writer.send_queue = lambda sock: in_kernel[0]
+    peer.high = 1 << 30
+    writer.write(b"k" * (4 * CHUNK))
+    peer.peer_reads(len(peer.buffer))
+    writer.close()
+    writer.observe(kernel=True)
+    assert not peer.closed
+    in_kernel[0] = 0  # the peer read it
+    writer.observe(kernel=True)
+    assert peer.closed and not peer.aborted and ledger.total == 0
 
 
 async def test_small_answers_stay_corked_into_one_write() -> None:
@@ -229,3 +267,4 @@ def test_the_send_queue_is_what_the_peer_has_not_taken() -> None:
     finally:
         for s in (client, server, listener):
             s.close()
+
