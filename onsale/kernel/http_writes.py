@@ -158,8 +158,11 @@ class CorkedTransport:
             transport.write(piece)  # may call pause_writing() before it returns
         self.observe()
         self._set_busy(bool(stream) or self._paused)
-        if not stream and self._closing and not self.deadline:
-            transport.close()
+        if not stream and self._closing:
+            if self.deadline:
+                self._half_close()
+            else:
+                transport.close()
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -167,13 +170,24 @@ class CorkedTransport:
 
     def close(self) -> None:
         self.flush()
-        if self._stream or (self._timeout and self.deadline):
-            # Closed once the peer has it all, the socket's send queue included (else
-            # the kernel would keep an orphan socket with it, out of our sight), or
-            # aborted at the deadline.
+        if self._stream:
+            self._closing = True  # half-closed by _pump once the stream is handed over
+        elif self._timeout and self.deadline:
             self._closing = True
+            self._half_close()
         else:
             self._transport.close()
+
+    def _half_close(self) -> None:
+        """Closed once the peer has it all, the socket's send queue included (a close
+        now would leave the kernel an orphan socket full of it, out of our sight), or
+        aborted at the deadline. Meanwhile the write side is shut: the peer gets its
+        end of file right after the last byte, as with a close."""
+        try:
+            if self._transport.can_write_eof():
+                self._transport.write_eof()
+        except (AttributeError, NotImplementedError, OSError):
+            pass
 
     # Flow control (called by the protocol's pause_writing/resume_writing) ---------
 

@@ -27,7 +27,7 @@ class PeerTransport:
         self.sent = bytearray()
         self.high = 64 * 1024
         self.paused = False
-        self.closed = self.aborted = False
+        self.closed = self.aborted = self.eof = False
         self.writer: CorkedTransport | None = None
         self.writes = 0
 
@@ -62,6 +62,12 @@ class PeerTransport:
 
     def close(self) -> None:
         self.closed = True
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        self.eof = True
 
     def abort(self) -> None:
         self.closed = self.aborted = True
@@ -135,6 +141,7 @@ async def test_a_close_after_a_large_answer_waits_for_the_kernel_to_send_it() ->
     writer.close()
     writer.observe(kernel=True)
     assert not peer.closed and writer.deadline > 0.0 and ledger.total == 4 * CHUNK
+    assert peer.eof  # the write side is shut: the peer sees its end after the last byte
     await asyncio.sleep(0.06)
     writer.observe(kernel=True)
     assert write_overdue(writer.deadline, asyncio.get_running_loop().time())
