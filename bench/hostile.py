@@ -9,7 +9,8 @@ three phases: legitimate traffic alone (baseline), legitimate traffic beside the
 attack, and legitimate traffic alone again. The legitimate users come from
 127.0.0.1: pollers read their queue place, shoppers hold a seat and release it.
 The attackers come from 127.0.0.2 (so per-IP limits tell them apart, as they
-would on a network):
+would on a network), from a process of their own (on the legitimate clients'
+event loop, a thousand attacking sockets would delay their timing):
 
 - one connection that pipelines ``GET /api/events/{id}`` as fast as the socket
   takes them and never reads a response;
@@ -293,26 +294,50 @@ async def slow_readers(port: int, count: int, paths: list[str], until: float,
     await asyncio.gather(*(one(i) for i in range(count)))
 
 
-def _slow_readers_apart(port: int, count: int, paths: list[str], seconds: float,
-                        out: Any) -> None:
-    ends: Counter[str] = Counter()
+@dataclass
+class Attacks:
+    """What the attackers saw, sent back from their process."""
+
+    sent: int = 0
+    lifetimes: list[float] = field(default_factory=list)
+    signins: Counter[str] = field(default_factory=Counter)
+    readers: Counter[str] = field(default_factory=Counter)
+    draws: Counter[str] = field(default_factory=Counter)
+
+
+async def attacks(args: argparse.Namespace, port: int, event_id: int, paths: list[str],
+                  until: float) -> Attacks:
+    seen = Attacks()
+    sent = [0]
+    await asyncio.gather(
+        pipeliner(port, event_id, until, sent),
+        slowloris(port, args.slowloris, until, seen.lifetimes),
+        signin_flood(port, args.signins, until, seen.signins),
+        slow_readers(port, args.slow_readers, paths, until, seen.readers),
+        draw_flood(port, args.draw_flood, paths[1], until, seen.draws))
+    seen.sent = sent[0]
+    return seen
+
+
+def _attacks_apart(args: argparse.Namespace, port: int, event_id: int, paths: list[str],
+                   seconds: float, out: Any) -> None:
     until = time.perf_counter() + seconds
-    asyncio.run(slow_readers(port, count, paths, until, ends))
-    out.put(dict(ends))
+    out.put(asyncio.run(attacks(args, port, event_id, paths, until)))
 
 
-async def slow_readers_in_a_process(port: int, count: int, paths: list[str], until: float,
-                                    ends: Counter[str]) -> None:
-    """The slow readers from a process of their own: 500 sockets polled by this one's
-    event loop would delay the legitimate clients' timing beside them."""
+async def attacks_in_a_process(args: argparse.Namespace, port: int, event_id: int,
+                               paths: list[str], until: float) -> Attacks:
+    """The attackers from a process of their own: a thousand attacking sockets on the
+    legitimate clients' event loop would delay the timing of their requests."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    proc = ctx.Process(target=_slow_readers_apart,
-                       args=(port, count, paths, until - time.perf_counter(), out))
+    proc = ctx.Process(target=_attacks_apart,
+                       args=(args, port, event_id, paths, until - time.perf_counter(), out))
     proc.start()
     loop = asyncio.get_running_loop()
-    ends.update(await loop.run_in_executor(None, out.get))
+    seen: Attacks = await loop.run_in_executor(None, out.get)
     await loop.run_in_executor(None, proc.join)
+    return seen
 
 
 async def draw_flood(port: int, rate: float, path: str, until: float,
@@ -430,15 +455,15 @@ async def run(args: argparse.Namespace, server: DevServer) -> int:
     rss_after: list[float] = []
     for _ in range(args.rounds):  # a second attack shows whether memory keeps growing
         end = time.perf_counter() + args.attack
-        await asyncio.gather(
+        _, seen, _ = await asyncio.gather(
             legit_traffic(server.port, event_id, cookies, end, args.rate, under),
-            pipeliner(server.port, event_id, end, sent),
-            slowloris(server.port, args.slowloris, end, lifetimes),
-            signin_flood(server.port, args.signins, end, answers),
-            slow_readers_in_a_process(server.port, args.slow_readers, [venue, draw], end,
-                                      reader_ends),
-            draw_flood(server.port, args.draw_flood, draw, end, draw_answers),
+            attacks_in_a_process(args, server.port, event_id, [venue, draw], end),
             sample(end))
+        sent[0] += seen.sent
+        lifetimes += seen.lifetimes
+        answers.update(seen.signins)
+        reader_ends.update(seen.readers)
+        draw_answers.update(seen.draws)
         t = time.perf_counter()
         await legit_traffic(server.port, event_id, cookies, t + args.baseline, args.rate, after)
         await asyncio.sleep(2)
