@@ -161,11 +161,30 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._stopped = True  # what follows the upgrade is the WebSocket's
         corked = self.transport
         if isinstance(corked, CorkedTransport):
-            if corked.unsent():  # an earlier answer is still streaming: no upgrade
+            busy = self.pipeline or (self.cycle is not None and not self.cycle.response_complete)
+            if busy or corked.holding():
+                # An earlier request on this connection is still being answered: its
+                # bytes and the WebSocket's would share the socket. No upgrade.
                 corked.abort()
                 return
             self.transport = corked.raw()
         super().handle_websocket_upgrade()
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]
+        """The client shut its sending side (``printf 'GET …' | nc``). While a request
+        is being answered, or an answer is still on its way (in user space, or maybe
+        in the socket's send queue), keep the connection: it is closed after the last
+        answer once the client has taken it all, or aborted at the write deadline;
+        closing now would drop the answer, cut it short, or leave it to the kernel."""
+        writer = self._writer
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.keep_alive = False  # answer what was asked, then close (as above)
+            return True
+        if writer.holding() or writer.deadline:
+            writer.close()
+            return True
+        return None
 
     # Writing (the transport's flow control goes through the writer) -------------
 

@@ -87,6 +87,7 @@ class CorkedTransport:
         self.deadline = 0.0                        # loop time; 0: nothing unsent
         self._paused = False                       # the transport asked us to stop
         self._closing = False                      # close once the stream is sent
+        self._gone = False                         # the connection is lost: write nothing
         self.on_busy: Callable[[bool], None] = _ignore  # the protocol's flow control
         self._busy = False
         self._written = 0                          # bytes handed to this writer, ever
@@ -105,7 +106,7 @@ class CorkedTransport:
     # Writing --------------------------------------------------------------------
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._closing:
+        if self._closing or self._gone:
             return
         if len(data) > CHUNK or self._stream:
             self._pending_to_stream()
@@ -129,6 +130,8 @@ class CorkedTransport:
             self._written += len(data)
 
     def flush(self) -> None:
+        if self._gone:
+            return
         if self._stream:
             self._pending_to_stream()
             self._pump()
@@ -219,10 +222,17 @@ class CorkedTransport:
             self.deadline = self._loop.time() + self._timeout
             self._mark = self._written - self.unsent()
 
+    def holding(self) -> int:
+        """Bytes this connection holds in user space: not yet handed to the kernel."""
+        return (self._streamed + sum(len(p) for p in self._pending)
+                + self._transport.get_write_buffer_size())
+
     def observe(self, *, kernel: bool = False) -> None:
         """Record this connection's unsent bytes in the ledger; arm the deadline when
         bytes wait in user space. With ``kernel`` (the sweep), read the socket's send
         queue too, and lift or restart the deadline by what the peer has taken."""
+        if self._gone:
+            return
         if kernel:
             self._kernel = self.send_queue(self._sock)
             self._pumped = 0
@@ -261,17 +271,24 @@ class CorkedTransport:
         self.forget()
 
     def forget(self) -> None:
-        """The connection is gone: its bytes leave the ledger."""
+        """The connection is gone (or handed to a WebSocket): its bytes leave the
+        ledger, and whatever is written from now on is dropped, never counted (a
+        request still running when the connection was lost may yet write its answer)."""
+        self._gone = True
         self._ledger.total -= self._counted
         self._counted = 0
         self._kernel = self._pumped = 0
         self.deadline = 0.0
+        self._pending.clear()
         self._stream.clear()
         self._streamed = 0
+        self._set_busy(False)
 
     def raw(self) -> asyncio.Transport:
-        """The real transport, for a WebSocket (which writes whole frames itself)."""
+        """The real transport, for a WebSocket (which writes whole frames itself);
+        this writer is done."""
         self.flush()
+        self.forget()
         return self._transport
 
     # The calls of every request, spelled out (``__getattr__`` is a slow path).

@@ -227,6 +227,33 @@ async def test_abort_drops_everything_and_leaves_the_ledger() -> None:
     assert ledger.total == 2 * HIGH_WATER
 
 
+async def test_after_the_connection_is_lost_nothing_is_written_or_counted() -> None:
+    """A request still running when its connection was lost may write its answer
+    after forget(): it must not reach the transport, nor stay in the ledger."""
+    peer, ledger = PeerTransport(), UnsentLedger(1 << 30)
+    writer = writer_on(peer, ledger)
+    busy: list[bool] = []
+    writer.on_busy = busy.append
+    writer.write(b"a" * (4 * HIGH_WATER))
+    writer.forget()
+    assert ledger.total == 0 and busy == [True, False]  # uvicorn's flow is let go
+    writes = peer.writes
+    writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    writer.write(b"b" * (4 * HIGH_WATER))
+    await asyncio.sleep(0)
+    writer.observe(kernel=True)
+    assert peer.writes == writes and ledger.total == 0 and writer.deadline == 0.0
+
+
+async def test_a_websocket_takes_the_transport_and_the_writer_is_done() -> None:
+    peer, ledger = PeerTransport(), UnsentLedger(1 << 30)
+    writer = writer_on(peer, ledger)
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
+    assert writer.raw() is peer and bytes(peer.buffer).startswith(b"HTTP/1.1 101")
+    writer.write(b"c" * (4 * HIGH_WATER))  # a late HTTP write: dropped
+    assert ledger.total == 0 and writer.holding() == len(peer.buffer)
+
+
 def test_the_deadline_verdicts() -> None:
     assert write_deadline(0, 0.0, 100.0, 15.0) == 0.0
     assert write_deadline(0, 112.0, 100.0, 15.0) == 0.0

@@ -33,6 +33,7 @@ PROTOCOL = {
     "_unsupported_upgrade_warning": "55bbd2762b189d9a",
     "pause_writing": "17a8fd215d96a13c",
     "resume_writing": "7844bbaa8cceb1ef",
+    "eof_received": "5652627579a02369",
 }
 CYCLE = {
     "__init__": "4d2f220910c33c12",
