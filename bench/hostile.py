@@ -147,6 +147,8 @@ async def legit_traffic(port: int, event_id: int, cookies: list[str], until: flo
                 out.outcomes["ok" if ok else f"{status}"] += 1
                 if ok and want == 201:
                     hold_id = json.loads(data)["hold_id"]
+                elif ok and method == "GET":  # keep the token a poll renews, as a page does
+                    token = json.loads(data).get("admission_token") or token
             if hold_id is not None:
                 t0 = time.perf_counter()
                 status, _, _ = await c.request("DELETE", f"/api/holds/{hold_id}", b"", {
