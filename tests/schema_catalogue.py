@@ -1,7 +1,8 @@
 """The catalogue of a database's `public` schema, as comparable text, and a diff of two.
 
 Used by tests/integration/test_migrate.py to require that the migrations (and the
-function files) build exactly the schema that core/schema.sql declares. Every object
+function files) build exactly the schema that core/schema.sql (and the same function
+files) declare. Every object
 is keyed by its name and described by PostgreSQL's own deparsing functions
 (pg_get_constraintdef, pg_get_indexdef, pg_get_triggerdef, pg_get_functiondef...),
 so two databases compare equal only if the server sees the same objects.

@@ -1,8 +1,9 @@
 """Migrations and function files against a real PostgreSQL.
 
 The numbered migrations plus the function files, applied to one fresh database, build
-exactly the catalogue that core/schema.sql declares, applied to another: tables and
-columns, constraints, indexes, triggers, function signatures and bodies
+exactly the catalogue that core/schema.sql declares plus the same function files (each
+body lives only in its file), applied to another: tables and columns, constraints,
+indexes, triggers, function signatures and bodies
 (tests/schema_catalogue.py). Then: a changed function file is applied again (and only
 it), an unchanged one is not, an edited applied migration is still refused, a
 migration can require a function file, and concurrent runs apply everything once.
@@ -70,11 +71,14 @@ async def _catalogue(url: str) -> Catalogue:
 
 @pytest.fixture(scope="module")
 async def declared(pg: EmbeddedPostgres) -> str:
-    """A database built from core/schema.sql alone (the name of the database)."""
+    """A database built from core/schema.sql and then the function files, each body
+    written once, in its file (the name of the database)."""
     url = await _new_db(pg, "schema_declared")
     conn = await asyncpg.connect(url)
     try:
         await conn.execute(SCHEMA_FILE.read_text())
+        for function in load_functions():
+            await conn.execute(function.sql)
     finally:
         await conn.close()
     return "schema_declared"
