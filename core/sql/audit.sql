@@ -78,6 +78,26 @@ LEFT JOIN seat_inventory si ON si.event_id = h.event_id AND si.seat_id = s
 WHERE (h.status = 'PAYMENT_PENDING' OR (h.status = 'HELD' AND h.expires_at > statement_timestamp()))
   AND (si.hold_id IS DISTINCT FROM h.hold_id OR si.status IS DISTINCT FROM h.status);
 
+-- name: confirmed_holds_agree_with_their_seats
+-- A hold's state and its seats tell one story: a sold seat's order rests on a
+-- CONFIRMED hold (a hold that turned EXPIRED or RELEASED while its seats stayed
+-- SOLD contradicts them), and a CONFIRMED hold has every seat it lists SOLD under
+-- its id (not HELD, not AVAILABLE). A compensated sale releases the seats and
+-- ends the hold in one statement, so it never shows here.
+SELECT si.event_id, si.seat_id, h.hold_id, h.status AS hold_status,
+       si.status AS seat_status
+FROM seat_inventory si
+JOIN orders o ON o.order_id = si.order_id
+JOIN holds h ON h.hold_id = o.hold_id
+WHERE si.status = 'SOLD' AND h.status <> 'CONFIRMED'
+UNION ALL
+SELECT h.event_id, s, h.hold_id, h.status, si.status
+FROM holds h
+CROSS JOIN LATERAL unnest(h.seat_ids) AS s
+LEFT JOIN seat_inventory si ON si.event_id = h.event_id AND si.seat_id = s
+WHERE h.status = 'CONFIRMED'
+  AND (si.status IS DISTINCT FROM 'SOLD' OR si.hold_id IS DISTINCT FROM h.hold_id);
+
 -- name: active_holds_within_account_limit
 SELECT h.event_id, h.account_id, sum(h.seat_count) AS owned, e.max_tickets_per_account
 FROM holds h JOIN events e ON e.event_id = h.event_id

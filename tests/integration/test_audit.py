@@ -87,6 +87,43 @@ async def test_each_check_catches_its_violation(api: Api, conn: Any, check: str)
     assert check in await _failing(conn)
 
 
+async def _sold(conn: Any, event_id: int, hold_id: uuid.UUID) -> uuid.UUID:
+    """The hold's seats sold to a CONFIRMED order, as the sale step leaves them."""
+    order_id: uuid.UUID = await conn.fetchval(
+        "INSERT INTO orders (hold_id, event_id, account_id, status, amount_minor, currency) "
+        "SELECT hold_id, event_id, account_id, 'CONFIRMED', 1, 'USD' FROM holds "
+        "WHERE hold_id = $1 RETURNING order_id", hold_id)
+    await conn.execute("INSERT INTO order_items (order_id, event_id, seat_id, price_minor) "
+                       "SELECT $1, event_id, s, 1 FROM holds, unnest(seat_ids) s "
+                       "WHERE hold_id = $2", order_id, hold_id)
+    await conn.execute("UPDATE seat_inventory SET status = 'SOLD', order_id = $1, "
+                       "hold_expires_at = NULL WHERE hold_id = $2", order_id, hold_id)
+    await conn.execute("UPDATE holds SET status = 'CONFIRMED' WHERE hold_id = $1", hold_id)
+    return order_id
+
+
+@pytest.mark.parametrize("contradiction", [
+    # a confirmed hold turned EXPIRED (or RELEASED) while its seats stayed SOLD
+    "UPDATE holds SET status = 'EXPIRED' WHERE hold_id = $1",
+    "UPDATE holds SET status = 'RELEASED' WHERE hold_id = $1",
+    # a confirmed hold whose seat went back to AVAILABLE, or to HELD
+    "UPDATE seat_inventory SET status = 'AVAILABLE', hold_id = NULL, order_id = NULL "
+    "WHERE hold_id = $1 AND seat_id = 2",
+    "UPDATE seat_inventory SET status = 'HELD', order_id = NULL, "
+    "hold_expires_at = now() + interval '1 h' WHERE hold_id = $1 AND seat_id = 2",
+])
+async def test_a_hold_whose_state_contradicts_its_seats_is_reported(
+        api: Api, conn: Any, contradiction: str) -> None:
+    event_id = await api.create_event(seats=10)
+    hold_id = await _hold(conn, event_id, await api.account(conn), [1, 2])
+    await _sold(conn, event_id, hold_id)
+    failing = await _failing(conn)
+    assert "confirmed_holds_agree_with_their_seats" not in failing, failing
+    await _drop_checks(conn)
+    await conn.execute(contradiction, hold_id)
+    assert "confirmed_holds_agree_with_their_seats" in await _failing(conn)
+
+
 async def test_a_hold_without_its_key_record_is_reported(api: Api, conn: Any) -> None:
     event_id = await api.create_event(seats=10)
     await _hold(conn, event_id, await api.account(conn), [3], key="k")
