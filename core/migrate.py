@@ -11,7 +11,9 @@
 
 Both run under one session advisory lock. A run applies the pending migrations, then
 every function file whose checksum differs from the one recorded (or whose function
-is missing from the database), each in its own transaction.
+is missing from the database), each in its own transaction.The decisions are pure
+(``pending_migrations``, ``migration_step``, ``function_steps``, ``forgotten``);
+``migrate()`` is the I/O around them.
 
 Ordering: a file's leading comment may say ``-- requires: name[, name...]``, naming
 function files. A function file is applied after the ones it requires (otherwise in
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +186,77 @@ def _closure(names: tuple[str, ...], files: list[FunctionFile]) -> list[Function
     return [f for f in files if f.name in wanted]
 
 
+# --- the plan: pure decisions over what the files say and what the database has ------------
+# Not one plan for the whole run: a migration may drop a function, so what is present
+# is read again before each migration that requires function files, and before the
+# function phase; each read feeds the same pure step below.
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transaction of a run: function files to (re)apply, in order, then a
+    migration's SQL (or none, in the function phase: one file a step)."""
+
+    functions: tuple[FunctionFile, ...]
+    migration: Migration | None = None
+
+
+def is_current(f: FunctionFile, recorded: Mapping[str, str], present: set[str]) -> bool:
+    """A function file needs no run: its checksum is the one recorded, and every
+    function it defines exists."""
+    return recorded.get(f.name) == f.checksum and set(f.defines) <= present
+
+
+def pending_migrations(migrations: list[Migration], files: list[FunctionFile],
+                       applied: Mapping[int, str]) -> list[Migration]:
+    """The migrations to apply, in order. Refuses, before anything is applied, a
+    migration that requires an unknown function file and an applied one whose text
+    changed since."""
+    known = {f.name for f in files}
+    for m in migrations:
+        unknown = [n for n in m.requires if n not in known]
+        if unknown:
+            raise MigrationError(
+                f"migration {m.version:04d}_{m.name} requires unknown function files "
+                f"{unknown}")
+    for m in migrations:
+        if m.version in applied and applied[m.version] != m.checksum:
+            raise MigrationError(
+                f"migration {m.version:04d}_{m.name} was changed after it was applied")
+    return [m for m in migrations if m.version not in applied]
+
+
+def migration_step(m: Migration, files: list[FunctionFile], recorded: Mapping[str, str],
+                   present: set[str]) -> Step:
+    """A migration's transaction: the function files it requires (and theirs) that are
+    not current, then its SQL."""
+    needed = _closure(m.requires, files) if m.requires else []
+    return Step(tuple(f for f in needed if not is_current(f, recorded, present)), m)
+
+
+def function_steps(files: list[FunctionFile], recorded: Mapping[str, str],
+                   present: set[str]) -> list[Step]:
+    """The function phase: each file that is not current, in application order, in a
+    transaction of its own."""
+    steps: list[Step] = []
+    present = set(present)
+    for f in files:
+        if not is_current(f, recorded, present):
+            steps.append(Step((f,)))
+            present.update(f.defines)
+    return steps
+
+
+def forgotten(recorded: Mapping[str, str], files: list[FunctionFile]) -> list[str]:
+    """Recorded function files that no longer exist: forgotten, so that a file of the
+    same name added later is applied."""
+    known = {f.name for f in files}
+    return sorted(name for name in recorded if name not in known)
+
+
+# --- the run: the I/O around the plan ----------------------------------------------------------
+
+
 async def _present(conn: Any) -> set[str]:
     rows = await conn.fetch(
         "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace")
@@ -207,6 +281,25 @@ async def _apply_function(conn: Any, f: FunctionFile) -> None:
     )
 
 
+async def _run_step(conn: Any, step: Step, recorded: dict[str, str],
+                    result: MigrateResult) -> None:
+    """One step in one transaction; what it applied is recorded once it committed."""
+    async with conn.transaction():
+        for f in step.functions:
+            await _apply_function(conn, f)
+        m = step.migration
+        if m is not None:
+            await conn.execute(m.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                m.version, m.name, m.checksum)
+    for f in step.functions:
+        recorded[f.name] = f.checksum
+        result.functions.append(f.name)
+    if step.migration is not None:
+        result.migrations.append(step.migration.version)
+
+
 async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
                   functions: Path = FUNCTIONS_DIR) -> MigrateResult:
     """Apply pending migrations, then every function file that changed; refuse if an
@@ -229,61 +322,24 @@ async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
         )
         migrations = load_migrations(directory)
         files = load_functions(functions)
-        known = {f.name for f in files}
-        for m in migrations:
-            unknown = [n for n in m.requires if n not in known]
-            if unknown:
-                raise MigrationError(
-                    f"migration {m.version:04d}_{m.name} requires unknown function files "
-                    f"{unknown}")
         applied = {
             r["version"]: r["checksum"]
             for r in await conn.fetch("SELECT version, checksum FROM schema_migrations")
         }
-        for m in migrations:
-            if m.version in applied and applied[m.version] != m.checksum:
-                raise MigrationError(
-                    f"migration {m.version:04d}_{m.name} was changed after it was applied"
-                )
+        pending = pending_migrations(migrations, files, applied)
         recorded: dict[str, str] = {
             r["name"]: r["checksum"]
             for r in await conn.fetch("SELECT name, checksum FROM schema_functions")
         }
-
-        def current(f: FunctionFile, present: set[str]) -> bool:
-            return recorded.get(f.name) == f.checksum and set(f.defines) <= present
-
-        for m in migrations:
-            if m.version in applied:
-                continue
-            needed = _closure(m.requires, files) if m.requires else []
-            present = await _present(conn) if needed else set()
-            stale = [f for f in needed if not current(f, present)]
-            async with conn.transaction():
-                for f in stale:
-                    await _apply_function(conn, f)
-                await conn.execute(m.sql)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    m.version, m.name, m.checksum,
-                )
-            for f in stale:
-                recorded[f.name] = f.checksum
-                result.functions.append(f.name)
-            result.migrations.append(m.version)
-
-        present = await _present(conn)
-        for f in files:
-            if current(f, present):
-                continue
-            async with conn.transaction():
-                await _apply_function(conn, f)
-            recorded[f.name] = f.checksum
-            present.update(f.defines)
-            result.functions.append(f.name)
-        # A removed file is forgotten, so a file of that name added later is applied.
-        await conn.execute("DELETE FROM schema_functions WHERE name <> ALL ($1::text[])",
-                           sorted(known))
+        for m in pending:
+            present = await _present(conn) if m.requires else set()
+            await _run_step(conn, migration_step(m, files, recorded, present), recorded, result)
+        for step in function_steps(files, recorded, await _present(conn)):
+            await _run_step(conn, step, recorded, result)
+        gone = forgotten(recorded, files)
+        if gone:
+            await conn.execute("DELETE FROM schema_functions WHERE name = ANY ($1::text[])",
+                               gone)
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     return result

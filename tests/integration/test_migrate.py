@@ -270,6 +270,57 @@ async def test_a_changed_signature_is_refused_with_a_hint(pg: EmbeddedPostgres,
         await conn.close()
 
 
+async def test_a_removed_function_file_is_forgotten(pg: EmbeddedPostgres,
+                                                   tmp_path: Path) -> None:
+    """Its record goes, so a file of that name added again later is applied."""
+    migrations, functions = _copy(tmp_path)
+    extra = functions / "onsale_extra.sql"
+    extra.write_text("CREATE OR REPLACE FUNCTION onsale_extra() RETURNS int "
+                     "LANGUAGE sql AS $$ SELECT 1 $$;\n")
+    url = await _new_db(pg, "functions_removed")
+    conn = await asyncpg.connect(url)
+    try:
+        assert "onsale_extra" in (await migrate(conn, migrations, functions)).functions
+        extra.unlink()
+        assert await migrate(conn, migrations, functions) == MigrateResult()
+        assert not await conn.fetchval(
+            "SELECT count(*) FROM schema_functions WHERE name = 'onsale_extra'")
+        assert await conn.fetchval("SELECT count(*) FROM schema_functions") == len(
+            load_functions(functions))
+    finally:
+        await conn.close()
+
+
+async def test_a_failing_step_keeps_what_committed_before_it(pg: EmbeddedPostgres,
+                                                             tmp_path: Path) -> None:
+    """Each step is one transaction: a migration that fails leaves the ones before it
+    recorded, and neither itself nor the function files it applied first; the lock
+    is released. Fixed, the next run goes on from there."""
+    migrations, functions = _copy(tmp_path)
+    last = len(load_migrations(migrations))
+    bad = migrations / f"{last + 1:04d}_broken.sql"
+    bad.write_text("-- requires: onsale_issue_tickets\nSELECT no_such_column FROM events;\n")
+    url = await _new_db(pg, "migrate_step_fails")
+    conn = await asyncpg.connect(url)
+    try:
+        with pytest.raises(asyncpg.UndefinedColumnError):
+            await migrate(conn, migrations, functions)
+        versions = [r[0] for r in await conn.fetch(
+            "SELECT version FROM schema_migrations ORDER BY 1")]
+        assert versions == list(range(1, last + 1))
+        assert not await conn.fetchval("SELECT count(*) FROM schema_functions")
+        assert not await conn.fetchval("SELECT to_regprocedure('onsale_issue_tickets(uuid)')")
+        assert await conn.fetchval("SELECT pg_try_advisory_lock(x'6F6E73616C65'::bigint)")
+        await conn.execute("SELECT pg_advisory_unlock(x'6F6E73616C65'::bigint)")
+        bad.write_text("-- requires: onsale_issue_tickets\nSELECT 1;\n")
+        result = await migrate(conn, migrations, functions)
+        assert result.migrations == [last + 1]
+        assert result.functions[0] == "onsale_issue_tickets"  # with the migration
+        assert sorted(result.functions) == sorted(f.name for f in load_functions(functions))
+    finally:
+        await conn.close()
+
+
 # --- numbered migrations ------------------------------------------------------------------
 
 

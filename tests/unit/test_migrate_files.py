@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,9 +18,14 @@ from onsale.core.migrate import (
     MigrateResult,
     Migration,
     MigrationError,
+    Step,
+    forgotten,
+    function_steps,
+    is_current,
     load_functions,
     load_migrations,
-    migrate,
+    migration_step,
+    pending_migrations,
 )
 from tests.schema_catalogue import diff
 
@@ -325,285 +327,108 @@ def test_result_describes_what_was_applied() -> None:
     assert both and both.describe() == "applied migrations [3]; functions a"
 
 
-# --- migrate() with a fake connection ------------------------------------------------------
+# --- the plan: pure steps from literal files and database state ---------------------------
 
 
-class FakeConn:
-    """Records statements; keeps schema_migrations, schema_functions and the set of
-    function names (pg_proc) that the statements it ran would have produced."""
-
-    def __init__(self, applied: dict[int, str] | None = None,
-                 functions: dict[str, str] | None = None,
-                 present: set[str] | None = None) -> None:
-        self.applied = dict(applied or {})
-        self.functions = dict(functions or {})
-        self.present = set(present if present is not None else self.functions)
-        self.log: list[tuple[str, tuple[Any, ...]]] = []
-        self.in_transaction = False
-        self.tx_log: list[list[str]] = []
-        self.fail_on: str | None = None
-        self.fail_with: Exception = RuntimeError("boom")
-
-    async def execute(self, sql: str, *args: Any) -> str:
-        self.log.append((" ".join(sql.split()), args))
-        if self.in_transaction:
-            self.tx_log[-1].append(" ".join(sql.split()))
-        if self.fail_on is not None and sql == self.fail_on:
-            raise self.fail_with
-        if sql.startswith("INSERT INTO schema_migrations"):
-            assert self.in_transaction
-            self.applied[args[0]] = args[2]
-        elif sql.startswith("INSERT INTO schema_functions"):
-            assert self.in_transaction
-            self.functions[args[0]] = args[1]
-        elif sql.startswith("DELETE FROM schema_functions"):
-            self.functions = {k: v for k, v in self.functions.items() if k in args[0]}
-        elif "CREATE OR REPLACE FUNCTION" in sql:
-            assert self.in_transaction
-            self.present.update(FunctionFile("x", sql).defines)
-        return "OK"
-
-    async def fetch(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        self.log.append((" ".join(sql.split()), args))
-        if "FROM schema_migrations" in sql:
-            return [{"version": v, "checksum": c} for v, c in self.applied.items()]
-        if "FROM schema_functions" in sql:
-            return [{"name": n, "checksum": c} for n, c in self.functions.items()]
-        if "FROM pg_proc" in sql:
-            return [{"proname": n} for n in sorted(self.present)]
-        raise AssertionError(f"unexpected query {sql}")
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[None]:
-        assert not self.in_transaction
-        self.in_transaction = True
-        self.tx_log.append([])
-        try:
-            yield
-        finally:
-            self.in_transaction = False
-
-    def transaction(self) -> Any:
-        return self._tx()
-
-    def statements(self) -> list[str]:
-        return [sql for sql, _ in self.log]
-
-    def ran(self) -> list[str]:
-        """The migration and function statements run (not the bookkeeping)."""
-        return [s for s in self.statements()
-                if s.startswith(("SELECT '", "CREATE OR REPLACE", "CREATE TABLE t"))]
+def mig(version: int, sql: str = "", name: str = "m") -> Migration:
+    return Migration(version, name, sql or f"SELECT '{version}';")
 
 
-@pytest.fixture
-def three(tmp_path: Path) -> Path:
-    write(tmp_path / "functions", {})
-    return write(tmp_path / "migrations", {"0001_a.sql": "SELECT 'a';",
-                                           "0002_b.sql": "SELECT 'b';",
-                                           "0003_c.sql": "SELECT 'c';"})
+def ff(name: str, body: str = "SELECT 1", requires: str = "") -> FunctionFile:
+    return FunctionFile(name, fn(name, body, f"-- requires: {requires}\n" if requires else ""))
 
 
-@pytest.fixture
-def funcs(tmp_path: Path) -> Path:
-    return write(tmp_path / "functions", {"f_a.sql": fn("f_a"), "f_b.sql": fn("f_b"),
-                                          "f_c.sql": fn("f_c")})
+A, B, C = ff("f_a"), ff("f_b"), ff("f_c")
+FILES = [A, B, C]
+ALL = {"f_a", "f_b", "f_c"}
 
 
-def recorded(directory: Path) -> dict[str, str]:
-    return {f.name: f.checksum for f in load_functions(directory)}
+def sums(*files: FunctionFile) -> dict[str, str]:
+    return {f.name: f.checksum for f in files}
 
 
-async def test_migrate_applies_all_in_order(three: Path) -> None:
-    conn = FakeConn()
-    assert (await migrate(conn, three, three.parent / "functions")).migrations == [1, 2, 3]
-    sql = conn.statements()
-    assert sql[0] == "SELECT pg_advisory_lock($1)"
-    assert sql[-1] == "SELECT pg_advisory_unlock($1)"
-    assert conn.log[0][1] == conn.log[-1][1]
-    applied_sql = [s for s in sql if s.startswith("SELECT '")]
-    assert applied_sql == ["SELECT 'a';", "SELECT 'b';", "SELECT 'c';"]
-    assert conn.applied == {m.version: m.checksum for m in load_migrations(three)}
+def names(steps: list[Step]) -> list[list[str]]:
+    return [[f.name for f in step.functions] for step in steps]
 
 
-async def test_migrate_skips_applied_versions(three: Path) -> None:
-    done = {m.version: m.checksum for m in load_migrations(three)[:2]}
-    conn = FakeConn(done)
-    assert (await migrate(conn, three, three.parent / "functions")).migrations == [3]
-    assert [s for s in conn.statements() if s.startswith("SELECT '")] == ["SELECT 'c';"]
+def test_every_migration_is_pending_on_a_new_database() -> None:
+    ms = [mig(1), mig(2), mig(3)]
+    assert pending_migrations(ms, [], {}) == ms
 
 
-async def test_migrate_is_a_no_op_when_up_to_date(three: Path) -> None:
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)})
-    result = await migrate(conn, three, three.parent / "functions")
-    assert result == MigrateResult()
-    assert not [s for s in conn.statements() if s.startswith(("SELECT '", "INSERT"))]
+def test_applied_migrations_are_skipped() -> None:
+    ms = [mig(1), mig(2), mig(3)]
+    assert pending_migrations(ms, [], {1: ms[0].checksum, 2: ms[1].checksum}) == [ms[2]]
+    assert pending_migrations(ms, [], {m.version: m.checksum for m in ms}) == []
 
 
-async def test_migrate_refuses_an_edited_migration(three: Path) -> None:
-    done = {m.version: m.checksum for m in load_migrations(three)}
-    done[2] = hashlib.sha256(b"the old text").hexdigest()
-    conn = FakeConn(done)
-    with pytest.raises(MigrationError, match="0002_b"):
-        await migrate(conn, three, three.parent / "functions")
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+def test_an_edited_applied_migration_is_refused() -> None:
+    ms = [mig(1, name="a"), mig(2, name="b"), mig(3, name="c")]
+    applied = {1: ms[0].checksum, 2: hashlib.sha256(b"the old text").hexdigest()}
+    with pytest.raises(MigrationError, match="0002_b was changed after it was applied"):
+        pending_migrations(ms, [], applied)
 
 
-async def test_an_edited_migration_stops_everything(three: Path, funcs: Path) -> None:
-    """Refused before any pending migration or changed function is applied."""
-    done = {m.version: m.checksum for m in load_migrations(three)[:2]}
-    done[1] = hashlib.sha256(b"the old text").hexdigest()
-    conn = FakeConn(done)
-    with pytest.raises(MigrationError, match="0001_a was changed after it was applied"):
-        await migrate(conn, three, funcs)
-    assert conn.ran() == []
-    assert conn.functions == {}
-
-
-async def test_migrate_unlocks_when_a_migration_fails(three: Path) -> None:
-    conn = FakeConn()
-    conn.fail_on = "SELECT 'b';"
-    with pytest.raises(RuntimeError, match="boom"):
-        await migrate(conn, three, three.parent / "functions")
-    assert set(conn.applied) == {1}
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
-
-
-async def test_migrate_refuses_a_gap_before_applying_anything(tmp_path: Path) -> None:
-    write(tmp_path / "m", {"0001_a.sql": "SELECT 'a';", "0003_c.sql": "SELECT 'c';"})
-    conn = FakeConn()
-    with pytest.raises(MigrationError):
-        await migrate(conn, tmp_path / "m", write(tmp_path / "f", {}))
-    assert conn.applied == {}
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
-
-
-async def test_functions_are_applied_after_the_migrations(three: Path, funcs: Path) -> None:
-    conn = FakeConn()
-    result = await migrate(conn, three, funcs)
-    assert result == MigrateResult([1, 2, 3], ["f_a", "f_b", "f_c"])
-    assert conn.ran() == ["SELECT 'a';", "SELECT 'b';", "SELECT 'c';",
-                          " ".join(fn("f_a").split()), " ".join(fn("f_b").split()),
-                          " ".join(fn("f_c").split())]
-    assert conn.functions == recorded(funcs)
-    # one transaction per migration and per function file, each recording itself
-    assert len(conn.tx_log) == 6
-    for tx in conn.tx_log[3:]:
-        assert tx[0].startswith("CREATE OR REPLACE FUNCTION")
-        assert tx[1].startswith("INSERT INTO schema_functions")
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
-
-
-async def test_an_unchanged_function_is_not_applied(three: Path, funcs: Path) -> None:
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
-    assert await migrate(conn, three, funcs) == MigrateResult()
-    assert conn.ran() == []
-
-
-async def test_only_the_changed_function_is_applied(three: Path, funcs: Path) -> None:
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
-    write(funcs, {"f_b.sql": fn("f_b", "SELECT 2")})
-    assert await migrate(conn, three, funcs) == MigrateResult([], ["f_b"])
-    assert conn.ran() == [" ".join(fn("f_b", "SELECT 2").split())]
-    assert conn.functions == recorded(funcs)
-
-
-async def test_a_new_function_file_is_applied(three: Path, funcs: Path) -> None:
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs))
-    write(funcs, {"f_new.sql": fn("f_new")})
-    assert (await migrate(conn, three, funcs)).functions == ["f_new"]
-
-
-async def test_a_function_missing_from_the_database_is_applied(three: Path,
-                                                               funcs: Path) -> None:
-    """Recorded as current, but gone (a migration dropped it): created again."""
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)}, recorded(funcs),
-                    present={"f_a", "f_c"})
-    assert (await migrate(conn, three, funcs)).functions == ["f_b"]
-
-
-async def test_a_removed_function_file_is_forgotten(three: Path, funcs: Path) -> None:
-    conn = FakeConn({m.version: m.checksum for m in load_migrations(three)},
-                    {**recorded(funcs), "f_gone": "0" * 64})
-    assert await migrate(conn, three, funcs) == MigrateResult()
-    assert conn.functions == recorded(funcs)
-
-
-async def test_required_files_are_applied_first(three: Path, funcs: Path) -> None:
-    write(funcs, {"f_a.sql": fn("f_a", header="-- requires: f_c\n")})
-    conn = FakeConn()
-    assert (await migrate(conn, three, funcs)).functions == ["f_b", "f_c", "f_a"]
-
-
-async def test_a_migration_applies_the_functions_it_requires(tmp_path: Path,
-                                                             funcs: Path) -> None:
-    """In its own transaction, just before its SQL; not again in the function phase."""
-    write(funcs, {"f_b.sql": fn("f_b", header="-- requires: f_c\n")})
-    migrations = write(tmp_path / "migrations", {
-        "0001_a.sql": "SELECT 'a';",
-        "0002_t.sql": "-- 0002: a trigger\n-- requires: f_b\nCREATE TABLE t (id int);",
-    })
-    conn = FakeConn()
-    result = await migrate(conn, migrations, funcs)
-    assert result == MigrateResult([1, 2], ["f_c", "f_b", "f_a"])
-    tx = conn.tx_log[1]
-    assert [s.split("(")[0].strip() for s in tx] == [
-        "CREATE OR REPLACE FUNCTION f_c", "INSERT INTO schema_functions",
-        "-- requires: f_c CREATE OR REPLACE FUNCTION f_b", "INSERT INTO schema_functions",
-        "-- 0002: a trigger -- requires: f_b CREATE TABLE t", "INSERT INTO schema_migrations"]
-    assert conn.functions == recorded(funcs)
-
-
-async def test_a_migration_does_not_reapply_a_current_function(tmp_path: Path,
-                                                               funcs: Path) -> None:
-    migrations = write(tmp_path / "migrations", {
-        "0001_t.sql": "-- requires: f_b\nCREATE TABLE t (id int);"})
-    conn = FakeConn(functions=recorded(funcs))
-    assert await migrate(conn, migrations, funcs) == MigrateResult([1], [])
-
-
-async def test_a_failed_migration_does_not_record_its_functions(tmp_path: Path,
-                                                                funcs: Path) -> None:
-    sql = "-- requires: f_b\nCREATE TABLE t (id int);"
-    migrations = write(tmp_path / "migrations", {"0001_t.sql": sql})
-    conn = FakeConn()
-    conn.fail_on = sql
-    with pytest.raises(RuntimeError, match="boom"):
-        await migrate(conn, migrations, funcs)
-    assert conn.applied == {}
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
-
-
-async def test_a_migration_requiring_an_unknown_function_is_refused(tmp_path: Path,
-                                                                    funcs: Path) -> None:
-    migrations = write(tmp_path / "migrations", {"0001_a.sql": "SELECT 'a';",
-                                                 "0002_t.sql": "-- requires: f_zz\nSELECT 1;"})
-    conn = FakeConn()
+def test_a_migration_requiring_an_unknown_function_file_is_refused() -> None:
+    ms = [mig(1), mig(2, "-- requires: f_zz\nSELECT 1;", name="t")]
     with pytest.raises(MigrationError, match=r"0002_t requires unknown function files \['f_zz'\]"):
-        await migrate(conn, migrations, funcs)
-    assert conn.ran() == []
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+        pending_migrations(ms, FILES, {})
 
 
-async def test_a_failing_function_stops_the_run(three: Path, funcs: Path) -> None:
-    conn = FakeConn()
-    conn.fail_on = fn("f_b")
-    with pytest.raises(RuntimeError, match="boom"):
-        await migrate(conn, three, funcs)
-    assert set(conn.functions) == {"f_a"}
-    assert set(conn.applied) == {1, 2, 3}
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+def test_the_function_phase_applies_every_file_on_a_new_database() -> None:
+    steps = function_steps(FILES, {}, set())
+    assert names(steps) == [["f_a"], ["f_b"], ["f_c"]]  # one transaction each, in order
+    assert all(step.migration is None for step in steps)
 
 
-async def test_a_changed_signature_asks_for_a_new_name(three: Path, funcs: Path) -> None:
-    class InvalidFunctionDefinition(Exception):
-        sqlstate = "42P13"
+def test_current_files_are_not_applied() -> None:
+    assert function_steps(FILES, sums(*FILES), ALL) == []
+    assert is_current(A, sums(A), {"f_a"})
 
-    conn = FakeConn()
-    conn.fail_on = fn("f_b")
-    conn.fail_with = InvalidFunctionDefinition("cannot change return type of existing function")
-    with pytest.raises(MigrationError, match=r"f_b\.sql cannot replace .* e\.g\. f_b_v2"):
-        await migrate(conn, three, funcs)
-    assert conn.statements()[-1] == "SELECT pg_advisory_unlock($1)"
+
+def test_only_a_changed_file_is_applied() -> None:
+    recorded = sums(*FILES)
+    changed = [A, ff("f_b", "SELECT 2"), C]
+    assert names(function_steps(changed, recorded, ALL)) == [["f_b"]]
+
+
+def test_a_new_file_is_applied() -> None:
+    new = ff("f_new")
+    assert names(function_steps([*FILES, new], sums(*FILES), ALL)) == [["f_new"]]
+
+
+def test_a_recorded_function_missing_from_the_database_is_applied_again() -> None:
+    """Recorded as current, but gone (a migration dropped it): created again."""
+    assert names(function_steps(FILES, sums(*FILES), {"f_a", "f_c"})) == [["f_b"]]
+    assert not is_current(B, sums(B), {"f_a"})
+
+
+def test_a_removed_file_is_forgotten() -> None:
+    assert forgotten({**sums(*FILES), "f_gone": "0" * 64}, FILES) == ["f_gone"]
+    assert forgotten(sums(*FILES), FILES) == []
+
+
+def test_the_function_phase_follows_the_files_order() -> None:
+    """load_functions puts a file after those it requires; the steps keep that order."""
+    a_after_c = ff("f_a", requires="f_c")
+    assert names(function_steps([B, C, a_after_c], {}, set())) == [["f_b"], ["f_c"], ["f_a"]]
+
+
+def test_a_migration_applies_the_functions_it_requires_first() -> None:
+    """In its own transaction, just before its SQL (a trigger's function, say)."""
+    b = ff("f_b", requires="f_c")
+    files = [A, C, b]
+    m = mig(2, "-- requires: f_b\nCREATE TABLE t (id int);")
+    step = migration_step(m, files, {}, set())
+    assert [f.name for f in step.functions] == ["f_c", "f_b"] and step.migration == m
+    # what it applied is then current: the function phase leaves it alone
+    assert names(function_steps(files, sums(C, b), {"f_c", "f_b"})) == [["f_a"]]
+
+
+def test_a_migration_does_not_reapply_a_current_function() -> None:
+    m = mig(1, "-- requires: f_b\nCREATE TABLE t (id int);")
+    assert migration_step(m, FILES, sums(*FILES), ALL) == Step((), m)
+    assert migration_step(mig(2), FILES, {}, set()) == Step((), mig(2))  # requires none
 
 
 # --- the catalogue diff (tests/schema_catalogue.py) ----------------------------------------
