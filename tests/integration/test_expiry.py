@@ -131,3 +131,69 @@ async def test_idempotency_records_are_pruned_after_retention(api: Api, conn: An
                        "WHERE ctid IN (SELECT ctid FROM idempotency_keys LIMIT 3)")
     assert await prune_idempotency(conn, batch=2) == 3
     assert await conn.fetchval("SELECT count(*) FROM idempotency_keys") == 2
+
+
+async def _expire(conn: Any, hold_id: uuid.UUID, ago: str) -> None:
+    """Move a hold's deadline (and its seats', the same instant) ``ago`` into the past."""
+    async with conn.transaction():
+        await conn.execute("UPDATE holds SET expires_at = now() - $2::text::interval "
+                           "WHERE hold_id = $1", hold_id, ago)
+        await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() - $2::text::interval "
+                           "WHERE hold_id = $1", hold_id, ago)
+
+
+async def _both_expired(api: Api, conn: Any) -> tuple[int, uuid.UUID, uuid.UUID]:
+    """An old hold and the newer hold that reclaimed its seat 1, both past their
+    deadline (the old one the earlier), neither swept yet: the case the expiry's
+    ``hold_id`` fence exists for, where the deadline alone protects nothing."""
+    event_id = await api.create_event(seats=5)
+    alice, bob = await api.account(conn), await api.account(conn)
+    old = await _hold_in_db(conn, event_id, alice, [1, 2])
+    old_id = uuid.UUID(old["body"]["hold_id"])
+    await _expire(conn, old_id, "2 s")
+    new = await _hold_in_db(conn, event_id, bob, [1])
+    assert new["status_code"] == 201, new
+    new_id = uuid.UUID(new["body"]["hold_id"])
+    await _expire(conn, new_id, "1 s")
+    return event_id, old_id, new_id
+
+
+async def _seat(conn: Any, event_id: int, seat_id: int) -> Any:
+    return await conn.fetchrow("SELECT status, hold_id FROM seat_inventory "
+                               "WHERE event_id = $1 AND seat_id = $2", event_id, seat_id)
+
+
+async def test_a_late_expiry_of_an_old_hold_leaves_the_newer_expired_hold_alone(
+        api: Api, conn: Any) -> None:
+    """Without ``si.hold_id = p_hold_id`` in onsale_expire_hold, the old hold's late
+    message would release seat 1 from the newer hold, in the old hold's name."""
+    event_id, old_id, new_id = await _both_expired(api, conn)
+    assert await conn.fetchval("SELECT onsale_expire_hold($1)", old_id) == 1  # seat 2 only
+    seat = await _seat(conn, event_id, 1)
+    assert (seat["status"], seat["hold_id"]) == ("HELD", new_id)
+    await audit_clean(conn)
+    assert await conn.fetchval("SELECT onsale_expire_hold($1)", new_id) == 1
+    releases = {r["seat_id"]: r["hold_id"] for r in await conn.fetch(
+        "SELECT seat_id, hold_id FROM hold_releases WHERE reason = 'expired' AND event_id = $1",
+        event_id)}
+    assert releases == {1: new_id, 2: old_id}
+    await audit_clean(conn)
+
+
+async def test_a_sweep_of_an_old_hold_leaves_the_newer_expired_hold_alone(
+        api: Api, conn: Any) -> None:
+    """A batch of one takes the oldest deadline first: the old hold. Without the
+    ``si.hold_id`` fence in onsale_sweep it would release seat 1 from the newer hold."""
+    event_id, old_id, new_id = await _both_expired(api, conn)
+    first = await conn.fetchrow("SELECT * FROM onsale_sweep(1)")  # one batch of one
+    assert (first["holds_expired"], first["seats_released"]) == (1, 1)  # the old hold, seat 2
+    seat = await _seat(conn, event_id, 1)
+    assert (seat["status"], seat["hold_id"]) == ("HELD", new_id)
+    await audit_clean(conn)
+    second = await conn.fetchrow("SELECT * FROM onsale_sweep(1)")
+    assert (second["holds_expired"], second["seats_released"]) == (1, 1)  # the newer, seat 1
+    releases = {r["seat_id"]: r["hold_id"] for r in await conn.fetch(
+        "SELECT seat_id, hold_id FROM hold_releases WHERE reason = 'expired' AND event_id = $1",
+        event_id)}
+    assert releases == {1: new_id, 2: old_id}
+    await audit_clean(conn)
