@@ -7,3 +7,9 @@ Pure logic (no I/O): ``cards``, ``intents``, ``params``, ``errors``, ``idempoten
 ``testing`` has helpers for tests that run it on a real socket.
 The contract is in docs/psp.md.
 """
+
+# The folder is mapped into the one onsale package (pyproject.toml package-dir): by its
+# short name it would load a second copy of every module, with state of its own.
+if __name__ != "onsale.psp":
+    raise ImportError(f"import onsale.psp, not {__name__}: the psp/ folder is the "
+                      "onsale.psp package")
