@@ -229,17 +229,43 @@ def unshipped(package: str, globs: list[str]) -> list[str]:
     return [str(f) for f in data_files(package) if f not in shipped]
 
 
+def folder_of(package: str, folders: dict[str, str]) -> str:
+    """A package's folder: its own entry in package-dir, or its parent's plus its name
+    (the data-only packages: ``onsale.core.sql.functions`` is ``core/sql/functions``)."""
+    if package in folders:
+        return folders[package]
+    parent, _, name = package.rpartition(".")
+    return f"{folder_of(parent, folders)}/{name}"
+
+
 def test_every_runtime_file_is_package_data() -> None:
     package_data: dict[str, list[str]] = PYPROJECT["tool"]["setuptools"]["package-data"]
     folders: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    packages: list[str] = PYPROJECT["tool"]["setuptools"]["packages"]
     assert {"core", "edge", "seatmap", "web"} <= set(folders.values())
+    assert set(package_data) <= set(packages)  # data of an unlisted package would be lost
     # What the app opens at runtime is there to be checked (not vacuous).
     assert data_files("core") and data_files("edge") and data_files("seatmap")
     assert any(f.suffix == ".html" for f in data_files("web"))
     assert any(f.suffix == ".js" for f in data_files("web"))
-    missing = {pkg: unshipped(folder, package_data.get(pkg, []))
-               for pkg, folder in folders.items()}
-    assert {pkg: files for pkg, files in missing.items() if files} == {}
+    shipped = {p.resolve() for pkg, globs in package_data.items() for g in globs
+               for p in (ROOT / folder_of(pkg, folders)).glob(g) if p.is_file()}
+    missing = {folder: [str(f) for f in data_files(folder)
+                        if (ROOT / folder / f).resolve() not in shipped]
+               for folder in folders.values()}
+    assert {folder: files for folder, files in missing.items() if files} == {}
+
+
+def test_every_data_folder_is_a_listed_package() -> None:
+    """setuptools warns it would ignore a folder of data that is not a listed package."""
+    folders: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    packages = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    for package, folder in folders.items():
+        for sub in (ROOT / folder).rglob("*"):
+            if sub.is_dir() and sub.name != "__pycache__" and any(
+                    f.is_file() and f.suffix != ".pyc" for f in sub.iterdir()):
+                dotted = package + "." + ".".join(sub.relative_to(ROOT / folder).parts)
+                assert dotted in packages, dotted
 
 
 def test_the_package_data_check_can_fail() -> None:
