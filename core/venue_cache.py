@@ -6,16 +6,14 @@ the last segment of its URL, ``/api/events/{event_id}/venue/{hash}``. So a proce
 keeps, once learnt, which hash each event has (it never changes), and the bytes of
 each representation (JSON or gzip) under (hash, gzipped), in a cache bounded by
 bytes: every response of one representation shares one ``bytes`` object.
-``SingleFlight`` lets concurrent misses for the same key share one database read.
+Concurrent misses for the same key share one database read
+(``onsale.kernel.single_flight``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
 
 HASH_HEX = 32  # layout.venue_document: sha256(body).hexdigest()[:32]
 _HASH = re.compile(r"[0-9a-f]{32}")
@@ -108,34 +106,3 @@ class LayoutCache:
     def __len__(self) -> int:
         """Bodies kept."""
         return len(self._bodies)
-
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class SingleFlight(Generic[K, V]):
-    """Concurrent calls with the same key share one run of the work. The work runs in
-    a task of its own: a caller that goes away (a client disconnecting) does not
-    cancel it for the others. Its result or exception goes to every caller that
-    joined; the next call after it finished runs the work again."""
-
-    def __init__(self) -> None:
-        self._running: dict[K, asyncio.Future[V]] = {}
-
-    def running(self, key: K) -> bool:
-        return key in self._running
-
-    async def run(self, key: K, work: Callable[[], Awaitable[V]]) -> V:
-        future = self._running.get(key)
-        if future is None:
-            future = asyncio.ensure_future(work())
-            self._running[key] = future
-            future.add_done_callback(lambda done: self._finished(key, done))
-        return await asyncio.shield(future)
-
-    def _finished(self, key: K, done: asyncio.Future[V]) -> None:
-        if self._running.get(key) is done:
-            del self._running[key]
-        if not done.cancelled():
-            done.exception()  # retrieved, even if every caller went away

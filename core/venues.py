@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from onsale.core.queries import queries
-from onsale.core.venue_cache import LayoutCache, SingleFlight
+from onsale.core.venue_cache import LayoutCache
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
+from onsale.kernel.single_flight import SingleFlight
 
 # Connections of the layout pool in each process that serves core's API (opened only
 # when a layout is read; a read is one short statement).

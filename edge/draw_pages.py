@@ -17,7 +17,6 @@ process, however many visitors ask at once.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 from onsale.kernel.inputs import parse_id
 from onsale.kernel.problems import Problem
+from onsale.kernel.single_flight import SingleFlight
 
 # Positions in the draw are PostgreSQL integers (and a uuid[] holds far fewer): the
 # first index of a page must be one, or no draw can have that page.
@@ -125,7 +125,7 @@ class DrawPages:
         self.size = 0
         self._pages: OrderedDict[PageKey, DrawPage] = OrderedDict()
         self._counts: OrderedDict[int, int] = OrderedDict()
-        self._building: dict[PageKey, asyncio.Future[Built]] = {}
+        self._building: SingleFlight[PageKey, Built] = SingleFlight()
 
     def __len__(self) -> int:
         return len(self._pages)
@@ -166,17 +166,9 @@ class DrawPages:
         """The page from ``make()``, kept if published; callers that come while it is
         being made wait for the same one. ``make`` runs as a task of its own, so a
         caller that goes away (a client disconnecting) does not cancel the others'."""
-        flight = self._building.get(key)
-        if flight is None:
-            flight = asyncio.ensure_future(make())
-            self._building[key] = flight
-            flight.add_done_callback(lambda done: self._landed(key, done))
-        return await asyncio.shield(flight)
-
-    def _landed(self, key: PageKey, done: asyncio.Future[Built]) -> None:
-        self._building.pop(key, None)
-        if done.cancelled() or done.exception() is not None:  # retrieved: no warning
-            return
-        built = done.result()
-        if isinstance(built, DrawPage):
-            self.put(key, built)
+        async def made() -> Built:
+            built = await make()
+            if isinstance(built, DrawPage):
+                self.put(key, built)  # kept even if every caller went away meanwhile
+            return built
+        return await self._building.run(key, made)

@@ -9,11 +9,11 @@ import pytest
 from onsale.core.layout import Seat, venue_document
 from onsale.core.venue_cache import (
     LayoutCache,
-    SingleFlight,
     layout_path,
     parse_layout_hash,
     validator,
 )
+from onsale.kernel.single_flight import SingleFlight
 
 H1 = "0123456789abcdef0123456789abcdef"
 H2 = "fedcba9876543210fedcba9876543210"
