@@ -27,10 +27,12 @@ from onsale.embedded import (
     start_psp,
     start_valkey,
 )
-from onsale.kernel.config import ConfigError, Settings, env_int
+from onsale.environment import report_unknown
+from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
 from onsale.kernel.db import init_connection
-from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
+from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
+from onsale.kernel.settings import load
 
 if TYPE_CHECKING:
     from onsale.compose import WebSocketLimits
@@ -43,7 +45,7 @@ PROVIDER_ROLES = ("core", "worker")  # the roles that talk to the payment provid
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("ONSALE_DATA_DIR", ".onsale")).resolve()
+    return Path(load(CommandSettings, os.environ).data_dir).resolve()
 
 
 def dev_secrets(directory: Path) -> dict[str, str]:
@@ -122,12 +124,12 @@ async def _seed(url: str, seats: int) -> tuple[int, bool]:
 async def event_spec(conn: Any, body: dict[str, Any]) -> EventSpec:
     """An event spec with per-event defaults from the environment (validated like
     Settings) and "on sale now" in database time."""
-    env = os.environ
+    defaults = hold_defaults(os.environ)
     return parse_event_spec(
         body,
-        default_ttl=env_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
-        default_limit=env_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
-        default_max_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
+        default_ttl=defaults.hold_ttl_seconds,
+        default_limit=defaults.max_tickets_per_account,
+        default_max_hold=defaults.max_seats_per_hold,
         now=await conn.fetchval("SELECT now()"),
     )
 
@@ -198,6 +200,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     for key, value in dev_secrets(base).items():
         env.setdefault(key, value)
     started: list[Any] = []
+    report_unknown(os.environ, "onsale dev")
     try:
         HttpLimits.from_env(env)  # a bad ONSALE_HTTP_* stops dev before anything starts
         if not env.get("DATABASE_URL"):
@@ -235,7 +238,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
               "(docs/seatmap-protocol.md)")
         _serve(build_app("dev", settings), args.host, args.port, ws_limits=websocket_limits("dev"),
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
-    except (ConfigError, EmbeddedError, HttpLimitsError) as exc:
+    except (ConfigError, EmbeddedError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
         return 2
     except MigrationError as exc:
@@ -256,6 +259,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         from onsale.compose import SECRETLESS_ROLES
 
+        report_unknown(os.environ, "onsale serve")
         settings = Settings.from_env(require_secrets=args.role not in SECRETLESS_ROLES)
         HttpLimits.from_env(os.environ)
         if args.role in PROVIDER_ROLES:  # never the simulator by accident
@@ -265,7 +269,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if warning:
                 print(f"onsale serve: {warning}", file=sys.stderr)
         app = build_app(args.role, settings)  # the edge refuses to start without REDIS_URL
-    except (ConfigError, HttpLimitsError) as exc:
+    except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
     _serve(app, args.host, args.port, ws_limits=websocket_limits(args.role),

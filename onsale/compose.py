@@ -30,7 +30,7 @@ from onsale.edge.openapi import EDGE_API
 from onsale.edge.pow import RiskHook, no_risk
 from onsale.edge.seatmap_gate import seatmap_admission
 from onsale.edge.tier import edge_routes, require_redis, running_edge
-from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.config import CommandSettings, ConfigError, Settings
 from onsale.kernel.errors import error_handlers, healthz
 from onsale.kernel.fast_lane import App, HotRoute
 from onsale.kernel.metrics import metrics_route
@@ -276,7 +276,11 @@ def app_from_env() -> Starlette:
 
     tune_gc()
     tune_malloc()
-    role = os.environ.get("ONSALE_ROLE", "core")
+    from onsale.environment import report_unknown
+    from onsale.kernel.settings import load
+
+    report_unknown(os.environ, "onsale")
+    role = load(CommandSettings, os.environ).role
     settings = Settings.from_env(require_secrets=role not in SECRETLESS_ROLES)
     if role in ("core", "worker"):
         from onsale.core.psp_client import check_provider

@@ -10,9 +10,10 @@ import threading
 from types import FrameType
 from typing import Any
 
-from onsale.kernel.http_limits import HttpLimits, HttpLimitsError
+from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.http_server import uvicorn_config
-from onsale.psp.config import DEFAULT_PORT, PspConfig, PspConfigError
+from onsale.kernel.settings import ConfigError, unknown_names, variable_names
+from onsale.psp.config import DEFAULT_PORT, PspConfig
 
 
 class _Stopped(Exception):
@@ -67,10 +68,13 @@ def serve(app: Any, host: str, port: int, ready_message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    for line in unknown_names(os.environ, variable_names((PspConfig, HttpLimits)),
+                              prefixes=("ONSALE_PSP_", "ONSALE_HTTP_")):
+        print(f"onsale psp: warning: {line}", file=sys.stderr)
     try:
         config = PspConfig.from_env(os.environ, port=args.port, data_dir=args.data_dir)
         HttpLimits.from_env(os.environ)
-    except (PspConfigError, HttpLimitsError) as exc:
+    except ConfigError as exc:
         print(f"onsale psp: {exc}", file=sys.stderr)
         return 2
     from onsale.psp.app import build_psp_app

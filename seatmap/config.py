@@ -5,70 +5,89 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from onsale.kernel.config import ConfigError, env_int
+from onsale.kernel.settings import ConfigError, Section, load, setting
 from onsale.seatmap.queries import identifier
 
 
+def _identifier(name: str, raw: str) -> str:
+    try:
+        return identifier(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
 @dataclass(frozen=True)
-class SeatmapSettings:
-    slot: str = "onsale_seatmap"
-    publication: str = "onsale_seatmap"
-    replication_url: str | None = None  # default: DATABASE_URL
-    stream_maxlen: int = 10_000
-    snapshot_interval_ms: int = 1000
-    heartbeat_interval_ms: int = 1000
-    lease_retry_ms: int = 1000
-    tick_ms: int = 50
-    client_queue: int = 64
-    client_buffer_kb: int = 512
-    direct_writes: bool = True
-    gzip_min_bytes: int = 1024
-    client_heartbeat_s: int = 5
-    ping_interval_s: int = 10
-    fallback_max_age_s: int = 5
-    crash_after_publishes: int = 0  # test hook: kill -9 after the n-th publish of entries
+class SeatmapSettings(Section):
+    ENV_PREFIX: ClassVar[str] = "ONSALE_SEATMAP_"
+
+    slot: str = setting(
+        "onsale_seatmap", "The logical replication slot (and the name of the consumers' "
+        "lease). The same on both cdc processes", parse=_identifier,
+        range_doc="lower-case identifier, at most 63 characters")
+    publication: str = setting(
+        "onsale_seatmap", "The publication on `seat_inventory`; created by the consumer if "
+        "missing", parse=_identifier, range_doc="same")
+    replication_url: str | None = setting(
+        None, "The connection that streams the slot (needs the `REPLICATION` attribute and a "
+        "`replication` line in `pg_hba.conf`)", default_doc="`DATABASE_URL`",
+        range_doc="libpq URL")
+    stream_maxlen: int = setting(
+        10_000, "`MAXLEN ~` of each event's stream, and the entries each fan-out process "
+        "keeps per event for clients that reconnect with `since`", lo=100, hi=10_000_000)
+    snapshot_interval_ms: int = setting(
+        1000, "How often a changed event's snapshot is written to Redis (also written with a "
+        "publish when half the stream length has gone by since the last)", lo=50,
+        hi=600_000, unit="ms")
+    heartbeat_interval_ms: int = setting(
+        1000, "The consumer's heartbeat through the WAL (moves a quiet slot, measures the "
+        "lag) and its liveness key's refresh (TTL: three intervals)", lo=50, hi=600_000,
+        unit="ms")
+    lease_retry_ms: int = setting(
+        1000, "How often a standby consumer tries to take the lease", lo=10, hi=60_000,
+        unit="ms")
+    tick_ms: int = setting(
+        50, "Deltas are coalesced into at most one frame per tick per event", lo=5, hi=1000,
+        unit="ms")
+    client_queue: int = setting(
+        64, "The most messages a socket may have waiting when the server is not uvicorn's "
+        "sans-I/O WebSocket protocol; past it the client is cut off", lo=2, hi=100_000)
+    client_buffer_kb: int = setting(
+        512, "Bytes a socket may have waiting in its write buffer before the client is cut "
+        "off (`reload`, close 4000)", lo=16, hi=1_048_576, unit="KiB")
+    direct_writes: bool = setting(
+        True, "`0` sends every frame through ASGI (slower; for comparison)")
+    gzip_min_bytes: int = setting(
+        1024, "Frames this large or larger are sent gzip-compressed (binary); `0`: never",
+        lo=0, hi=1 << 30, unit="bytes")
+    client_heartbeat_s: int = setting(
+        5, "Heartbeat messages to clients", lo=1, hi=300, unit="s")
+    ping_interval_s: int = setting(
+        10, "WebSocket pings (and the pong timeout), on every process `onsale serve` starts "
+        "with a seat map", lo=1, hi=300, unit="s")
+    fallback_max_age_s: int = setting(
+        5, "While change capture is down, how long a snapshot read from the table is reused "
+        "and may be cached (`Cache-Control: max-age`)", lo=1, hi=300, unit="s")
+    crash_after_publishes: int = setting(
+        0, "Tests only: the consumer kills itself (SIGKILL) right after its n-th publish of "
+        "entries, before confirming it", lo=0, hi=1_000_000_000, default_doc="`0` (off)")
     # The socket's limits (docs/security.md#websockets): what a client may send, how many
     # sockets an account may hold per process, how often admissions are re-checked.
-    client_max_message_bytes: int = 16
-    client_max_messages_per_s: int = 10
-    max_sockets_per_account: int = 4
-    admission_check_s: int = 2
+    client_max_message_bytes: int = setting(
+        16, "Largest message a client may send (clients send nothing meaningful); a larger "
+        "one closes the socket with 1009. `onsale serve` also sets uvicorn's `ws_max_size` "
+        "to it", lo=1, hi=1 << 20, unit="bytes")
+    client_max_messages_per_s: int = setting(
+        10, "More client messages than this within a second close the socket with 1008",
+        lo=1, hi=10_000)
+    max_sockets_per_account: int = setting(
+        4, "Open sockets per account per seat-map process; the next handshake is refused "
+        "with `429 too_many_sockets` ([security.md](security.md#websockets))", lo=1, hi=1000)
+    admission_check_s: int = setting(
+        2, "How often open sockets are checked: an expired admission closes with 4401, a "
+        "revoked one with 4403", lo=1, hi=60, unit="s")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SeatmapSettings:
-        env = os.environ if env is None else env
-        names = {}
-        for key, default in (("slot", cls.slot), ("publication", cls.publication)):
-            name = env.get(f"ONSALE_SEATMAP_{key.upper()}") or default
-            try:
-                names[key] = identifier(name)
-            except ValueError as exc:
-                raise ConfigError(f"ONSALE_SEATMAP_{key.upper()}: {exc}") from None
-        return cls(
-            replication_url=env.get("ONSALE_SEATMAP_REPLICATION_URL") or None,
-            stream_maxlen=env_int(env, "ONSALE_SEATMAP_STREAM_MAXLEN", 10_000, 100, 10_000_000),
-            snapshot_interval_ms=env_int(
-                env, "ONSALE_SEATMAP_SNAPSHOT_INTERVAL_MS", 1000, 50, 600_000),
-            heartbeat_interval_ms=env_int(
-                env, "ONSALE_SEATMAP_HEARTBEAT_INTERVAL_MS", 1000, 50, 600_000),
-            lease_retry_ms=env_int(env, "ONSALE_SEATMAP_LEASE_RETRY_MS", 1000, 10, 60_000),
-            tick_ms=env_int(env, "ONSALE_SEATMAP_TICK_MS", 50, 5, 1000),
-            client_queue=env_int(env, "ONSALE_SEATMAP_CLIENT_QUEUE", 64, 2, 100_000),
-            client_buffer_kb=env_int(env, "ONSALE_SEATMAP_CLIENT_BUFFER_KB", 512, 16, 1_048_576),
-            direct_writes=env_int(env, "ONSALE_SEATMAP_DIRECT_WRITES", 1, 0, 1) == 1,
-            gzip_min_bytes=env_int(env, "ONSALE_SEATMAP_GZIP_MIN_BYTES", 1024, 0, 1 << 30),
-            client_heartbeat_s=env_int(env, "ONSALE_SEATMAP_CLIENT_HEARTBEAT_S", 5, 1, 300),
-            ping_interval_s=env_int(env, "ONSALE_SEATMAP_PING_INTERVAL_S", 10, 1, 300),
-            fallback_max_age_s=env_int(env, "ONSALE_SEATMAP_FALLBACK_MAX_AGE_S", 5, 1, 300),
-            crash_after_publishes=env_int(
-                env, "ONSALE_SEATMAP_CRASH_AFTER_PUBLISHES", 0, 0, 1_000_000_000),
-            client_max_message_bytes=env_int(
-                env, "ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES", 16, 1, 1 << 20),
-            client_max_messages_per_s=env_int(
-                env, "ONSALE_SEATMAP_CLIENT_MAX_MESSAGES_PER_S", 10, 1, 10_000),
-            max_sockets_per_account=env_int(
-                env, "ONSALE_SEATMAP_MAX_SOCKETS_PER_ACCOUNT", 4, 1, 1000),
-            admission_check_s=env_int(env, "ONSALE_SEATMAP_ADMISSION_CHECK_S", 2, 1, 60),
-            **names,
-        )
+        return load(cls, os.environ if env is None else env)

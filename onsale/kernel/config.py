@@ -1,176 +1,256 @@
-"""Settings read from environment variables (documented in docs/configuration.md)."""
+"""The settings of a core, worker, edge or seat-map process, read from the environment
+once at start-up (docs/configuration.md, whose tables are generated from these
+declarations by ``python -m onsale.environment --write``).
+
+Each group of settings is a section (``onsale.kernel.settings``); :class:`Settings`
+inherits them all, so the rest of the code reads one flat, typed, frozen object
+(``settings.hold_ttl_seconds``) while each section keeps its own checks and table.
+"""
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
 
-from onsale.kernel.origins import parse_origin
+from onsale.kernel.config_payments import (
+    CRASH_POINTS,
+    STRIPE_API,
+    PaymentSettings,
+    check_api_base,
+    is_loopback_api_host,
+)
+from onsale.kernel.config_sessions import SecuritySettings, SessionSettings
+from onsale.kernel.config_waiting_room import WaitingRoomSettings
+from onsale.kernel.settings import ConfigError, Section, load, read, setting
 
+__all__ = ["CRASH_POINTS", "STRIPE_API", "ConfigError", "HoldDefaults", "Settings",
+           "check_api_base", "is_loopback_api_host"]
 
-class ConfigError(ValueError):
-    """A configuration value is missing or malformed."""
-
-
-def env_int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name} must be between {lo} and {hi}, got {value}")
-    return value
-
-
-def _number(env: Mapping[str, str], name: str) -> float | None:
-    """A finite number, or None when unset."""
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
-    return value
-
-
-def _share(env: Mapping[str, str], name: str, default: float, *, zero: bool = False) -> float:
-    """A fraction in (0, 1], or [0, 1] with ``zero``."""
-    value = _number(env, name)
-    if value is None:
-        return default
-    if not ((0 <= value if zero else 0 < value) and value <= 1):
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {env[name]!r}")
-    return value
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    value = _number(env, name)
-    if value is None:
-        return default
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive number, got {env[name]!r}")
-    return value
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+_ROLES = ("core", "worker", "edge", "cdc", "seatmap", "dev")
 
 
 @dataclass(frozen=True)
-class Settings:
-    database_url: str
-    redis_url: str | None
-    secret_key: str
-    admin_token: str
-    hold_ttl_seconds: int = 300
-    max_tickets_per_account: int = 6
-    max_seats_per_hold: int = 6
-    db_pool_min: int = 2
-    db_pool_max: int = 8
-    db_acquire_timeout: float = 0.5
-    db_statement_timeout_ms: int = 5000
-    sweep_interval: float = 1.0
-    sweep_batch: int = 500
-    ga_rebalance_interval: float = 1.0
-    # GA holds of one tier that arrive together share a transaction (core/ga_batch.py):
-    # at most this many a batch (1: every GA hold alone), this many batches of a tier
-    # at once in a process.
-    ga_batch_max: int = 32
-    ga_batch_inflight: int = 1
-    outbox_stream_maxlen: int = 1_000_000
-    outbox_retention_seconds: int = 7 * 86400
-    cookie_secure: bool = False
-    session_max_age: int = 12 * 3600
-    # The payment provider, spoken to through the official stripe SDK: Stripe's API, or
-    # the simulator's (ONSALE_STRIPE_API_BASE). No secret key: no payments.
-    stripe_api_base: str = "https://api.stripe.com"
-    stripe_secret_key: str = ""
-    stripe_publishable_key: str = ""
-    stripe_webhook_secret: str = ""
-    stripe_timeout: float = 10.0
-    payment_grace_seconds: int = 600
-    checkout_min_remaining_seconds: int = 15
-    payment_first_check_seconds: int = 30
-    payment_retry_seconds: int = 5
-    reconcile_interval: float = 1.0
-    public_url: str = "http://127.0.0.1:8000"
-    crash_at: str | None = None
-    admission_keys: str = ""
-    admission_ttl_seconds: int = 600
-    queue_poll_seconds: int = 5
-    queue_abandon_seconds: int = 300
-    admission_claim_seconds: int = 120
-    shopper_idle_seconds: int = 600
-    admitter_interval: float = 0.25
-    join_limit_ip: int = 600
-    join_limit_account: int = 30
-    poll_limit_ip: int = 6000
-    poll_limit_account: int = 120
-    # The published random draw (docs/edge.md#serving-the-draw): requests
-    # per minute per client address, the most ids a page holds (also its default), and the
-    # memory of the encoded pages kept per process.
-    draw_limit_ip: int = 120
-    draw_page_max: int = 10_000
-    draw_cache_mb: int = 64
-    # The admission controller's targets (docs/edge.md#the-adaptive-controller).
-    target_hold_p99_ms: float = 300.0
-    target_lock_wait_p99_ms: float = 100.0
-    target_conflict_rate: float = 0.6
-    target_payment_error_rate: float = 0.05
-    target_completion_floor: float = 0.0
-    target_active_headroom: float = 0.9
-    # Cross-site request forgery (docs/security.md#cross-site-request-forgery):
-    # origins besides ONSALE_PUBLIC_URL's whose pages may post (ONSALE_ALLOWED_ORIGINS).
-    allowed_origins: tuple[str, ...] = ()
-    # Failed operator-token attempts per client address per window, per process
-    # (docs/security.md#the-operator-token); past it 429 rate_limited.
-    admin_limit_failures: int = 10
-    admin_limit_window_seconds: int = 60
-    # Sessions and sign-in (docs/configuration.md#sessions-and-sign-in,
-    # docs/security.md#sessions): session_settings(env) reads them.
-    session_store_timeout: float = 0.5
-    signin_window_seconds: int = 60
-    signin_limit_ip: int = 60
-    signin_limit_email: int = 10
-    signin_lockout_after: int = 5
-    signin_lockout_seconds: int = 30
-    signin_lockout_max_seconds: int = 900
-    password_workers: int = 2
-    password_queue: int = 16
-    # Dependencies fail fast (docs/security.md#dependencies-fail-fast); read by
-    # dependency_settings(env). Request paths: PostgreSQL statements are cancelled by the
-    # server after db_request_timeout_ms, and given up by the client 250 ms later; every
-    # Redis/Valkey call answers within redis_timeout; after a failure the dependency's
-    # circuit breaker refuses calls for dependency_backoff seconds, doubling up to
-    # dependency_backoff_max. The payment simulator guard: allow_simulator.
-    db_request_timeout_ms: int = 500
-    redis_timeout: float = 0.25
-    redis_pool_wait: float = 0.5
-    dependency_backoff: float = 0.5
-    dependency_backoff_max: float = 2.0
-    allow_simulator: bool = False
-    @property
-    def payments_configured(self) -> bool:
-        """A provider to pay through (ONSALE_STRIPE_SECRET_KEY is set)."""
-        return bool(self.stripe_secret_key)
+class ServiceSettings(Section):
+    database_url: str = setting(
+        "",
+        "The authoritative database. Every read and write of inventory goes here; nothing "
+        "reads a replica or a cache. When unset, `onsale dev`, `onsale migrate`, `onsale "
+        "audit` and `onsale event create` use the embedded cluster in "
+        "`$ONSALE_DATA_DIR/pg` (see below).",
+        env="DATABASE_URL", default_doc="none; required by `onsale serve`",
+        range_doc="asyncpg DSN, e.g. `postgresql://onsale:secret@db1:5432/onsale` "
+        "(`?sslmode=require` etc. allowed). **PostgreSQL 18 or later**: the schema uses "
+        "`uuidv7()`, its functions `RETURNING old.*`.")
+    redis_url: str | None = setting(
+        None,
+        "The Redis/Valkey that receives the outbox stream. When it is set, the worker role "
+        "runs the outbox relay and the ticket consumer besides the sweeper "
+        "([outbox.md](outbox.md)); when unset, the worker runs no relay and no consumer, "
+        "outbox rows stay unpublished and no tickets are issued. **Required by the edge "
+        "role** (the waiting room lives there, [edge.md](edge.md)). **The core role needs "
+        "it for sessions and sales**: sessions and the sign-in throttle live there (without "
+        "it sign-up, sign-in and every cookie-authenticated request are `503 "
+        "session_unavailable`), its gate reads admission revocations there and it publishes "
+        "its health for the admission controller; without it core still checks token "
+        "signatures, then answers every admitted request `503 admission_unavailable` (fail "
+        "closed). `onsale dev` starts an embedded Valkey and sets it when unset.",
+        env="REDIS_URL", range_doc="`redis://host:6379/0`")
+    secret_key: str = setting(
+        "",
+        "Signs the session cookie (itsdangerous, salt `onsale.session.v2`). Every core, edge "
+        "and seat-map process must have the same value. Changing it signs every user out. "
+        "The worker and cdc roles neither need nor check it.",
+        default_doc="none; required by the core, edge and seatmap roles",
+        range_doc="at least 16 characters")
+    admin_token: str = setting(
+        "",
+        "The operator bearer token for `POST /api/ops/events` and the edge's `/api/ops/…` "
+        "routes (`Authorization: Bearer <token>`), compared in constant time. The worker "
+        "and cdc roles neither need nor check it.",
+        default_doc="none; required by the core, edge and seatmap roles",
+        range_doc="at least 16 characters")
+
+
+@dataclass(frozen=True)
+class HoldDefaults(Section):
+    hold_ttl_seconds: int = setting(
+        300,
+        "Default `hold_ttl_seconds` for a new event: a hold expires `ttl` seconds after its "
+        "seats are claimed, by the database clock (`clock_timestamp()`, not the transaction "
+        "start).", lo=1, hi=3600)
+    max_tickets_per_account: int = setting(
+        6,
+        "Default `max_tickets_per_account` for a new event: seats one account may have in "
+        "holds that are active (HELD and not expired, PAYMENT_PENDING, CONFIRMED) for that "
+        "event.", lo=1, hi=100)
+    max_seats_per_hold: int = setting(
+        6, "Default `max_seats_per_hold` for a new event: seats in a single hold request.",
+        lo=1, hi=100)
+
+
+@dataclass(frozen=True)
+class PoolSettings(Section):
+    db_pool_min: int = setting(
+        2,
+        "Connections the asyncpg pool opens at startup. A value above `ONSALE_DB_POOL_MAX` "
+        "stops startup (`onsale serve: ONSALE_DB_POOL_MIN (5) must not exceed "
+        "ONSALE_DB_POOL_MAX (2)`, exit 2). With a value above 0 the process fails to start "
+        "while the database is unreachable.",
+        lo=0, hi=1000, default_doc="`min(2, ONSALE_DB_POOL_MAX)`",
+        range_doc="integer 0–1000, at most `ONSALE_DB_POOL_MAX`")
+    db_pool_max: int = setting(
+        8,
+        "Most connections one process holds. Core and worker processes each have their own "
+        "pool of this size; a core process also reads venue layouts on a pool of at most 2 "
+        "connections of its own (opened on first use, with this file's acquire and request "
+        "timeouts; [architecture.md](architecture.md#the-venue-layout)); see "
+        "[operations.md](operations.md#database-sizing).", lo=1, hi=1000)
+    db_acquire_timeout: float = setting(
+        0.5,
+        "How long a request waits for a free pool connection (including opening one). On "
+        "timeout the request gets `503 inventory_unavailable` (`detail: \"The database did "
+        "not answer in time; retry with the same Idempotency-Key.\"`). The sweeper does not "
+        "use this timeout. ([security.md](security.md#dependencies-fail-fast))",
+        positive=True, unit="s")
+    db_request_timeout_ms: int = setting(
+        500,
+        "Request paths (core, edge, seatmap pools): sent as `statement_timeout`; the "
+        "client-side asyncpg `command_timeout` is this value + 250 ms (a server that does "
+        "not answer at all). A statement that runs longer is cancelled and the request gets "
+        "`503 inventory_unavailable`; a connection whose statement the client gave up on is "
+        "closed, not reused. In `onsale dev` the sweeper, relay and reconciler share this "
+        "pool and its bound.", lo=10, hi=60_000, unit="ms")
+    db_statement_timeout_ms: int = setting(
+        5000,
+        "Background work and the rare long statements of a request: sent as "
+        "`statement_timeout` on the worker role's pool (sweeper, outbox relay, ticket "
+        "consumer, reconciler; in `onsale dev`, the background loops' own small pool) and on "
+        "the connection of its own that `POST /api/ops/events` (with its `ANALYZE`) and the "
+        "waiting room's random draw use; the client-side `command_timeout` is this value + "
+        "1 s. The CLI commands (`migrate`, `audit`, `event create`) connect without it.",
+        lo=10, hi=600_000, unit="ms")
+
+    def check(self) -> None:
+        if self.db_pool_min > self.db_pool_max:
+            raise ConfigError(f"ONSALE_DB_POOL_MIN ({self.db_pool_min}) must not exceed "
+                              f"ONSALE_DB_POOL_MAX ({self.db_pool_max})")
+
+
+@dataclass(frozen=True)
+class DependencySettings(Section):
+    redis_timeout: float = setting(
+        0.25,
+        "Request-path Redis/Valkey clients (core's gate and sessions, the edge, the seat "
+        "map): the connect and each read or write of a command, and (twice over) the whole "
+        "call. No retries by redis-py. Past it the request gets its `503` "
+        "(`admission_unavailable`, `queue_unavailable`, `session_unavailable`).",
+        positive=True, hi=10, unit="s")
+    redis_pool_wait: float = setting(
+        0.5,
+        "How long a request-path call waits for one of its client's 64 connections. Waiting "
+        "that long because every connection is in use is this process being busy: a `503` "
+        "for that call, not a breaker failure.", positive=True, hi=10, unit="s")
+    dependency_backoff: float = setting(
+        0.5,
+        "After two failures in a row a dependency's circuit breaker opens: for this long "
+        "every call fails at once with its `503`; then one call probes.",
+        positive=True, hi=60, unit="s")
+    dependency_backoff_max: float = setting(
+        2.0, "Each failed probe doubles the back-off, up to this.", positive=True, hi=300,
+        unit="s", range_doc="seconds, at least `ONSALE_DEPENDENCY_BACKOFF`, at most 300")
+    allow_simulator: bool = setting(
+        False,
+        "Whether core and worker may use a payment provider that says it is the onsale "
+        "simulator (`Onsale-Simulator: 1`). Unset, `onsale serve --role core|worker` exits 2 "
+        "against it, and its answers and webhooks are not trusted "
+        "([security.md](security.md#the-payment-simulator-never-takes-real-money)). `onsale "
+        "dev` sets it when it starts the simulator itself (no `ONSALE_STRIPE_SECRET_KEY` "
+        "given).")
+
+    def check(self) -> None:
+        if self.dependency_backoff_max < self.dependency_backoff:
+            raise ConfigError("ONSALE_DEPENDENCY_BACKOFF_MAX must be at least "
+                              "ONSALE_DEPENDENCY_BACKOFF")
+
+
+@dataclass(frozen=True)
+class BackgroundSettings(Section):
+    sweep_interval: float = setting(
+        1.0,
+        "Pause after each sweeper pass. Idempotency pruning has its own fixed cadence, not "
+        "tied to this value: with the first successful pass, then with the first successful "
+        "pass 60 s or more after the previous prune (`core/sweeper.py`; see "
+        "[operations.md](operations.md#database-sizing)).", positive=True, unit="s")
+    sweep_batch: int = setting(
+        500, "Expired holds released per sweep statement. A pass repeats the statement "
+        "until a batch releases fewer holds than this.", lo=1, hi=100_000)
+    ga_rebalance_interval: float = setting(
+        1.0,
+        "Pause after each pass of the GA quota plane (`core/ga_quota.py`): it spreads each "
+        "general-admission tier's available places over its stripes once one runs dry, and "
+        "drains retired stripes "
+        "([general-admission.md](general-admission.md#the-quota-plane)). Runs where the "
+        "sweeper runs.", positive=True, unit="s")
+    ga_batch_max: int = setting(
+        32,
+        "General-admission hold requests for one tier that arrive together in a core "
+        "process are sent as one transaction, at most this many "
+        "([general-admission.md](general-admission.md#batched-holds)); `1`: every GA hold "
+        "alone.", lo=1, hi=64,
+        range_doc="integer 1–64 (a batch takes one advisory lock per account: PostgreSQL's "
+        "lock table)")
+    ga_batch_inflight: int = setting(
+        1,
+        "Batches of one GA tier in the database at once, per core process; a request that "
+        "finds fewer running starts one at once. One gives the biggest batches and the most "
+        "holds per CPU second ([benchmarks.md](benchmarks.md): 2 at once gave smaller "
+        "batches and 20 % fewer holds a second on 2 cores); several core processes still "
+        "send theirs side by side. A request waits in the queue at most "
+        "`ONSALE_DB_ACQUIRE_TIMEOUT`, then gets `503 inventory_unavailable`, as it would "
+        "waiting for a pool connection.", lo=1, hi=64)
+
+
+@dataclass(frozen=True)
+class OutboxSettings(Section):
+    outbox_stream_maxlen: int = setting(
+        1_000_000,
+        "`MAXLEN ~` of every XADD to the stream `onsale:outbox`: Redis keeps about this many "
+        "entries. Keep it larger than the number of entries written while an order may wait "
+        "for its payment capture (an entry trimmed while still pending is lost to the ticket "
+        "consumer).", lo=1000, hi=1_000_000_000)
+    outbox_retention_seconds: int = setting(
+        7 * 86400,
+        "Published outbox rows older than this are deleted by the relay (about once a "
+        "minute, in batches). Unpublished rows are never deleted. Rows can be replayed from "
+        "Postgres only within this window.", lo=60, hi=365 * 86400, unit="s",
+        default_doc="`604800` (7 days)")
+
+
+@dataclass(frozen=True)
+class CommandSettings(Section):
+    """Read by the CLI and the app factory, not by a running tier."""
+
+    data_dir: str = setting(
+        ".onsale",
+        "Where `onsale dev` (and the other CLI commands, when `DATABASE_URL` is unset) keep "
+        "`pg/` (embedded PostgreSQL), `valkey/` (embedded Valkey), `psp/` (the provider "
+        "simulator's state), `psp.log` (its output) and `secrets.json`.",
+        range_doc="a path, relative to the current directory")
+    role: str = setting(
+        "core",
+        "The role built by `onsale.compose:app_from_env`, the factory for running several "
+        "processes under one server, e.g. `uvicorn --factory onsale.compose:app_from_env "
+        "--workers 4`. `dev` runs every tier in one process as in `onsale dev`, without the "
+        "embedded servers. `onsale serve` ignores it (it takes `--role`). See "
+        "[operations.md](operations.md#processes).", choices=_ROLES)
+
+
+@dataclass(frozen=True)
+class Settings(SecuritySettings, SessionSettings, WaitingRoomSettings, PaymentSettings,
+               OutboxSettings, BackgroundSettings, DependencySettings, PoolSettings,
+               HoldDefaults, ServiceSettings):
+    """Every section a tier reads, as one object."""
 
     @classmethod
     def from_env(
@@ -180,236 +260,19 @@ class Settings:
         """Read settings; ``require_secrets=False`` for roles that sign nothing (worker);
         ``dev`` for ``onsale dev`` only (a plain-http payment provider anywhere)."""
         env = os.environ if env is None else env
-        database_url = env.get("DATABASE_URL", "")
-        if not database_url:
+        values = read(cls, env)
+        if not values.get("database_url"):
             raise ConfigError("DATABASE_URL is not set (onsale dev starts its own PostgreSQL)")
-        secret = env.get("ONSALE_SECRET_KEY", "")
-        if require_secrets and len(secret) < 16:
-            raise ConfigError("ONSALE_SECRET_KEY must be set to at least 16 characters")
-        admin = env.get("ONSALE_ADMIN_TOKEN", "")
-        if require_secrets and len(admin) < 16:
-            raise ConfigError("ONSALE_ADMIN_TOKEN must be set to at least 16 characters")
-        pool_max = env_int(env, "ONSALE_DB_POOL_MAX", 8, 1, 1000)
-        pool_min = env_int(env, "ONSALE_DB_POOL_MIN", min(2, pool_max), 0, 1000)
-        if pool_min > pool_max:
-            raise ConfigError(
-                f"ONSALE_DB_POOL_MIN ({pool_min}) must not exceed ONSALE_DB_POOL_MAX ({pool_max})"
-            )
-        return cls(
-            database_url=database_url,
-            redis_url=env.get("REDIS_URL") or None,
-            secret_key=secret,
-            admin_token=admin,
-            hold_ttl_seconds=env_int(env, "ONSALE_HOLD_TTL_SECONDS", 300, 1, 3600),
-            max_tickets_per_account=env_int(env, "ONSALE_MAX_TICKETS_PER_ACCOUNT", 6, 1, 100),
-            max_seats_per_hold=env_int(env, "ONSALE_MAX_SEATS_PER_HOLD", 6, 1, 100),
-            db_pool_min=pool_min,
-            db_pool_max=pool_max,
-            db_acquire_timeout=_float(env, "ONSALE_DB_ACQUIRE_TIMEOUT", 0.5),
-            db_statement_timeout_ms=env_int(
-                env, "ONSALE_DB_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
-            sweep_interval=_float(env, "ONSALE_SWEEP_INTERVAL", 1.0),
-            sweep_batch=env_int(env, "ONSALE_SWEEP_BATCH", 500, 1, 100000),
-            ga_rebalance_interval=_float(env, "ONSALE_GA_REBALANCE_INTERVAL", 1.0),
-            ga_batch_max=env_int(env, "ONSALE_GA_BATCH_MAX", 32, 1, 64),
-            ga_batch_inflight=env_int(env, "ONSALE_GA_BATCH_INFLIGHT", 1, 1, 64),
-            outbox_stream_maxlen=env_int(
-                env, "ONSALE_OUTBOX_STREAM_MAXLEN", 1_000_000, 1000, 1_000_000_000),
-            outbox_retention_seconds=env_int(
-                env, "ONSALE_OUTBOX_RETENTION_SECONDS", 7 * 86400, 60, 365 * 86400),
-            cookie_secure=_bool(env, "ONSALE_COOKIE_SECURE", False),
-            session_max_age=env_int(env, "ONSALE_SESSION_MAX_AGE", 12 * 3600, 60, 30 * 86400),
-            **payment_settings(env, dev=dev),
-            **edge_settings(env),
-            **session_settings(env),
-            **security_settings(env),
-            **dependency_settings(env),
-        )
+        for key, name in (("secret_key", "ONSALE_SECRET_KEY"),
+                          ("admin_token", "ONSALE_ADMIN_TOKEN")):
+            if require_secrets and len(values.get(key, "")) < 16:
+                raise ConfigError(f"{name} must be set to at least 16 characters")
+        if "db_pool_min" not in values:
+            values["db_pool_min"] = min(2, values.get("db_pool_max", cls.db_pool_max))
+        return cls(**values, plain_http_provider=dev)
 
 
-STRIPE_API = "https://api.stripe.com"
-
-
-def is_loopback_api_host(host: str | None) -> bool:
-    """Exactly ``localhost``, 127.0.0.0/8 or ::1: names a server reaches without a
-    network (not ``*.localhost``, which a resolver may send elsewhere)."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_api_base(api_base: str, *, dev: bool = False) -> str:
-    """ONSALE_STRIPE_API_BASE, or a ConfigError: an absolute http(s) URL, and plain
-    http only on a loopback host (a simulator on this machine), except in ``onsale dev``:
-    the secret key, card tokenization and every payment answer travel over it."""
-    if not api_base.startswith(("http://", "https://")):
-        raise ConfigError(f"ONSALE_STRIPE_API_BASE must be an http(s) URL, got {api_base!r}")
-    try:
-        host = urlsplit(api_base).hostname
-    except ValueError:
-        host = None
-    if not host:
-        raise ConfigError(f"ONSALE_STRIPE_API_BASE must name a host, got {api_base!r}")
-    if api_base.startswith("http://") and not dev and not is_loopback_api_host(host):
-        raise ConfigError(
-            f"ONSALE_STRIPE_API_BASE must be https:// (got {api_base!r}): plain http is "
-            "accepted only on a loopback host (127.0.0.1, ::1, localhost) or in onsale dev, "
-            "since the secret key and every payment answer travel over it")
-    return api_base
-
-
-def payment_settings(env: Mapping[str, str], *, dev: bool = False) -> dict[str, Any]:
-    """The provider and the checkout timings (docs/configuration.md#payments)."""
-    api_base = check_api_base((env.get("ONSALE_STRIPE_API_BASE") or STRIPE_API).rstrip("/"),
-                              dev=dev)
-    secret_key = env.get("ONSALE_STRIPE_SECRET_KEY", "")
-    publishable = env.get("ONSALE_STRIPE_PUBLISHABLE_KEY", "")
-    webhook_secret = env.get("ONSALE_STRIPE_WEBHOOK_SECRET", "")
-    if secret_key:
-        if not secret_key.startswith(("sk_", "rk_")) or len(secret_key) < 16:
-            raise ConfigError("ONSALE_STRIPE_SECRET_KEY must be a secret key (sk_… or rk_…)")
-        if not publishable.startswith("pk_"):
-            raise ConfigError("ONSALE_STRIPE_PUBLISHABLE_KEY must be set to a pk_… key "
-                              "(the checkout page tokenizes cards with it)")
-        if not webhook_secret.startswith("whsec_"):
-            raise ConfigError("ONSALE_STRIPE_WEBHOOK_SECRET must be set to the endpoint's "
-                              "signing secret (whsec_…)")
-    public_url = (env.get("ONSALE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
-    if not public_url.startswith(("http://", "https://")):
-        raise ConfigError(f"ONSALE_PUBLIC_URL must be an http(s) URL, got {public_url!r}")
-    crash_at = env.get("ONSALE_CRASH_AT") or None
-    if crash_at is not None and crash_at not in CRASH_POINTS:
-        raise ConfigError(f"ONSALE_CRASH_AT must be one of {', '.join(CRASH_POINTS)}")
-    return {
-        "stripe_api_base": api_base,
-        "stripe_secret_key": secret_key,
-        "stripe_publishable_key": publishable,
-        "stripe_webhook_secret": webhook_secret,
-        "stripe_timeout": _float(env, "ONSALE_STRIPE_TIMEOUT", 10.0),
-        "payment_grace_seconds": env_int(env, "ONSALE_PAYMENT_GRACE_SECONDS", 600, 0, 86400),
-        "checkout_min_remaining_seconds": env_int(
-            env, "ONSALE_CHECKOUT_MIN_REMAINING_SECONDS", 15, 0, 3600),
-        "payment_first_check_seconds": env_int(
-            env, "ONSALE_PAYMENT_FIRST_CHECK_SECONDS", 30, 0, 3600),
-        "payment_retry_seconds": env_int(env, "ONSALE_PAYMENT_RETRY_SECONDS", 5, 1, 3600),
-        "reconcile_interval": _float(env, "ONSALE_RECONCILE_INTERVAL", 1.0),
-        "public_url": public_url,
-        "crash_at": crash_at,
-    }
-
-
-def edge_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """The waiting room (docs/configuration.md#waiting-room, docs/edge.md)."""
-    keys = env.get("ONSALE_ADMISSION_KEYS", "")
-    for key in (k.strip() for k in keys.split(",")):
-        if key and len(key) < 16:
-            raise ConfigError("every ONSALE_ADMISSION_KEYS key must be at least 16 characters")
-    abandon = env_int(env, "ONSALE_QUEUE_ABANDON_SECONDS", 300, 10, 86400)
-    poll = env_int(env, "ONSALE_QUEUE_POLL_SECONDS", 5, 1, 60)
-    if poll * 2 > abandon:
-        raise ConfigError("ONSALE_QUEUE_POLL_SECONDS must be at most half of "
-                          "ONSALE_QUEUE_ABANDON_SECONDS (a polling visitor is never dropped)")
-    return {
-        "admission_keys": keys,
-        "admission_ttl_seconds": env_int(env, "ONSALE_ADMISSION_TTL_SECONDS", 600, 30, 86400),
-        "queue_poll_seconds": poll,
-        "queue_abandon_seconds": abandon,
-        "admission_claim_seconds": env_int(env, "ONSALE_ADMISSION_CLAIM_SECONDS", 120, 10, 3600),
-        "shopper_idle_seconds": env_int(env, "ONSALE_SHOPPER_IDLE_SECONDS", 600, 30, 86400),
-        "admitter_interval": _float(env, "ONSALE_ADMITTER_INTERVAL", 0.25),
-        "join_limit_ip": env_int(env, "ONSALE_JOIN_LIMIT_IP", 600, 1, 10**9),
-        "join_limit_account": env_int(env, "ONSALE_JOIN_LIMIT_ACCOUNT", 30, 1, 10**9),
-        "poll_limit_ip": env_int(env, "ONSALE_POLL_LIMIT_IP", 6000, 1, 10**9),
-        "poll_limit_account": env_int(env, "ONSALE_POLL_LIMIT_ACCOUNT", 120, 1, 10**9),
-        "draw_limit_ip": env_int(env, "ONSALE_DRAW_LIMIT_IP", 120, 1, 10**9),
-        "draw_page_max": env_int(env, "ONSALE_DRAW_PAGE_MAX", 10_000, 1, 100_000),
-        "draw_cache_mb": env_int(env, "ONSALE_DRAW_CACHE_MB", 64, 1, 65_536),
-        "target_hold_p99_ms": _float(env, "ONSALE_TARGET_HOLD_P99_MS", 300.0),
-        "target_lock_wait_p99_ms": _float(env, "ONSALE_TARGET_LOCK_WAIT_P99_MS", 100.0),
-        "target_conflict_rate": _share(env, "ONSALE_TARGET_CONFLICT_RATE", 0.6),
-        "target_payment_error_rate": _share(env, "ONSALE_TARGET_PAYMENT_ERROR_RATE", 0.05),
-        "target_completion_floor": _share(env, "ONSALE_TARGET_COMPLETION_FLOOR", 0.0,
-                                          zero=True),
-        "target_active_headroom": _share(env, "ONSALE_TARGET_ACTIVE_HEADROOM", 0.9),
-    }
-
-
-def security_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """Origins allowed to post and the operator-token throttle
-    (docs/configuration.md#security)."""
-    origins = []
-    for raw in (env.get("ONSALE_ALLOWED_ORIGINS") or "").split(","):
-        if not raw.strip():
-            continue
-        origin = parse_origin(raw)
-        if origin is None:
-            raise ConfigError("every ONSALE_ALLOWED_ORIGINS entry must be an origin like "
-                              f"https://shop.example or http://127.0.0.1:8000, got {raw.strip()!r}")
-        origins.append(origin)
-    return {
-        "allowed_origins": tuple(dict.fromkeys(origins)),
-        "admin_limit_failures": env_int(env, "ONSALE_ADMIN_LIMIT_FAILURES", 10, 1, 10**6),
-        "admin_limit_window_seconds": env_int(env, "ONSALE_ADMIN_LIMIT_WINDOW_SECONDS", 60,
-                                              1, 86400),
-    }
-
-
-def session_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """The session store's timeout, sign-in throttling and the password-hashing
-    pool (docs/configuration.md#sessions-and-sign-in)."""
-    lockout = env_int(env, "ONSALE_SIGNIN_LOCKOUT_SECONDS", 30, 1, 86400)
-    lockout_max = env_int(env, "ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS", 900, 1, 7 * 86400)
-    if lockout_max < lockout:
-        raise ConfigError("ONSALE_SIGNIN_LOCKOUT_MAX_SECONDS must be at least "
-                          "ONSALE_SIGNIN_LOCKOUT_SECONDS")
-    timeout = _float(env, "ONSALE_SESSION_STORE_TIMEOUT", 0.5)
-    if timeout > 10:
-        raise ConfigError("ONSALE_SESSION_STORE_TIMEOUT must be at most 10 seconds")
-    return {
-        "session_store_timeout": timeout,
-        "signin_window_seconds": env_int(env, "ONSALE_SIGNIN_WINDOW_SECONDS", 60, 1, 86400),
-        "signin_limit_ip": env_int(env, "ONSALE_SIGNIN_LIMIT_IP", 60, 1, 10**9),
-        "signin_limit_email": env_int(env, "ONSALE_SIGNIN_LIMIT_EMAIL", 10, 1, 10**9),
-        "signin_lockout_after": env_int(env, "ONSALE_SIGNIN_LOCKOUT_AFTER", 5, 1, 1000),
-        "signin_lockout_seconds": lockout,
-        "signin_lockout_max_seconds": lockout_max,
-        "password_workers": env_int(env, "ONSALE_PASSWORD_WORKERS", 2, 1, 64),
-        "password_queue": env_int(env, "ONSALE_PASSWORD_QUEUE", 16, 0, 10_000),
-    }
-
-
-def dependency_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """Request-path bounds, the circuit breakers' back-off and the simulator guard
-    (docs/configuration.md#dependencies)."""
-    redis_timeout = _float(env, "ONSALE_REDIS_TIMEOUT", 0.25)
-    pool_wait = _float(env, "ONSALE_REDIS_POOL_WAIT", 0.5)
-    if redis_timeout > 10 or pool_wait > 10:
-        raise ConfigError("ONSALE_REDIS_TIMEOUT and ONSALE_REDIS_POOL_WAIT must be at most "
-                          "10 seconds")
-    backoff = _float(env, "ONSALE_DEPENDENCY_BACKOFF", 0.5)
-    backoff_max = _float(env, "ONSALE_DEPENDENCY_BACKOFF_MAX", 2.0)
-    if backoff > 60 or backoff_max > 300:
-        raise ConfigError("ONSALE_DEPENDENCY_BACKOFF must be at most 60 seconds and "
-                          "ONSALE_DEPENDENCY_BACKOFF_MAX at most 300")
-    if backoff_max < backoff:
-        raise ConfigError("ONSALE_DEPENDENCY_BACKOFF_MAX must be at least "
-                          "ONSALE_DEPENDENCY_BACKOFF")
-    return {
-        "db_request_timeout_ms": env_int(env, "ONSALE_DB_REQUEST_TIMEOUT_MS", 500, 10, 60_000),
-        "redis_timeout": redis_timeout,
-        "redis_pool_wait": pool_wait,
-        "dependency_backoff": backoff,
-        "dependency_backoff_max": backoff_max,
-        "allow_simulator": _bool(env, "ONSALE_ALLOW_SIMULATOR", False),
-    }
-
-
-# Test-only hooks: the process kills itself (SIGKILL) at this point.
-CRASH_POINTS = ("after_checkout_commit", "after_authorize_sent", "after_sale_commit",
-                "after_capture_sent", "before_outbox_publish", "after_outbox_publish")
+def hold_defaults(env: Mapping[str, str]) -> HoldDefaults:
+    """The per-event defaults alone (``onsale event create``), range-checked as in
+    :class:`Settings`."""
+    return load(HoldDefaults, env)

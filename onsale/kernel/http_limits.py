@@ -9,64 +9,54 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
-
-class HttpLimitsError(ValueError):
-    """An ``ONSALE_HTTP_*`` value is malformed or out of range."""
-
-
-# The range of each limit; its variable is ONSALE_HTTP_<FIELD>, its default the field's.
-_BOUNDS: dict[str, tuple[int, int] | tuple[float, float]] = {
-    "max_head_bytes": (1024, 1024 * 1024),
-    "max_headers": (8, 1000),
-    "max_pipelined": (1, 64),
-    "max_body_bytes": (1024, 1024 * 1024 * 1024),
-    "max_connections": (1, 1_000_000),
-    "max_requests": (1, 1_000_000),
-    "header_timeout": (0.1, 3600.0),
-    "keepalive_timeout": (0.1, 3600.0),
-    "write_timeout": (0.1, 3600.0),
-    "max_unsent_bytes": (1024 * 1024, 1 << 40),
-}
+from onsale.kernel.settings import Section, load, setting
 
 
 @dataclass(frozen=True)
-class HttpLimits:
-    max_head_bytes: int = 16 * 1024   # request line plus headers; past it, 431
-    max_headers: int = 100            # header lines in one request; past it, 431
-    max_pipelined: int = 4            # requests parsed ahead on one connection
-    max_body_bytes: int = 1024 * 1024  # by Content-Length or as streamed; past it, 413
-    max_connections: int = 10_000     # open HTTP connections per process; past it, 503
-    max_requests: int = 1_000         # requests in progress per process; past it, 503
-    header_timeout: float = 10.0      # seconds to send a whole request head
-    keepalive_timeout: float = 5.0    # seconds an idle keep-alive connection stays open
-    write_timeout: float = 15.0       # seconds a peer may leave answers unread; then abort
-    max_unsent_bytes: int = 128 * 1024 * 1024  # unread answers held per process; past
-                                               # it, new large answers are 503
+class HttpLimits(Section):
+    ENV_PREFIX: ClassVar[str] = "ONSALE_HTTP_"
+
+    max_head_bytes: int = setting(
+        16 * 1024, "Request line plus headers; past it `431 headers_too_large`",
+        lo=1024, hi=1024 * 1024, unit="bytes")
+    max_headers: int = setting(
+        100, "Header lines in one request; past it `431 headers_too_large`", lo=8, hi=1000)
+    max_pipelined: int = setting(
+        4, "Requests parsed ahead of the one in progress on a connection; past it the "
+        "socket is not read (backpressure)", lo=1, hi=64)
+    max_body_bytes: int = setting(
+        1024 * 1024, "Request body, by `Content-Length` or as streamed; past it "
+        "`413 payload_too_large`", lo=1024, hi=1024 * 1024 * 1024, unit="bytes")
+    max_connections: int = setting(
+        10_000, "Open HTTP connections per process (WebSockets not counted); past it a new "
+        "connection gets `503 overloaded` and is closed", lo=1, hi=1_000_000)
+    max_requests: int = setting(
+        1_000, "HTTP requests in progress per process; past it `503 overloaded` with "
+        "`Retry-After: 1`", lo=1, hi=1_000_000)
+    header_timeout: float = setting(
+        10.0, "Time to send a whole request head, and then its whole body; past it "
+        "`408 request_timeout` (a body: the request is dropped) and the connection is "
+        "closed", lo=0.1, hi=3600.0, unit="s")
+    keepalive_timeout: float = setting(
+        5.0, "An idle keep-alive connection is closed after this", lo=0.1, hi=3600.0,
+        unit="s")
+    write_timeout: float = setting(
+        15.0, "A connection holding answer bytes its client has not taken (in user space or "
+        "the socket's send queue) must let the client take at least 16 KiB, or all of it, "
+        "within this; else it is aborted with a reset and its buffers are freed",
+        lo=0.1, hi=3600.0, unit="s")
+    max_unsent_bytes: int = setting(
+        128 * 1024 * 1024, "Answer bytes a listener holds for clients that have not read "
+        "them (128 MiB); past it a new answer over 16 KiB gets `503 overloaded` with "
+        "`Retry-After: 1`, smaller ones are still served", lo=1024 * 1024, hi=1 << 40,
+        unit="bytes")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> HttpLimits:
-        values: dict[str, Any] = {}
-        for field in fields(cls):
-            name = f"ONSALE_HTTP_{field.name.upper()}"
-            raw = env.get(name) or ""
-            if not raw:
-                continue
-            lo, hi = _BOUNDS[field.name]
-            seconds = isinstance(lo, float)
-            try:
-                value = float(raw) if seconds else int(raw)
-            except ValueError:
-                kind = "a number of seconds" if seconds else "an integer"
-                raise HttpLimitsError(f"{name} must be {kind}, got {raw!r}") from None
-            if not lo <= value <= hi:  # NaN fails this too
-                unit = " seconds" if seconds else ""
-                raise HttpLimitsError(f"{name} must be between {lo} and {hi}{unit}, "
-                                      f"got {raw}")
-            values[field.name] = value
-        return cls(**values)
+        return load(cls, env)
 
 
 def head_refusal(limits: HttpLimits, *, head_bytes: int, header_count: int,

@@ -1,4 +1,4 @@
-"""kernel.config.dependency_settings: the request-path bounds, back-off and simulator guard."""
+"""kernel.config.DependencySettings: the request-path bounds, back-off and simulator guard."""
 
 from __future__ import annotations
 

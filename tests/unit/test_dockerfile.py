@@ -28,7 +28,9 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from onsale.cli import parser as cli_parser
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
+from onsale.environment import SECTIONS
 from onsale.kernel.config import Settings
+from onsale.kernel.settings import variable_names
 from onsale.psp.cli import parser as psp_parser
 from onsale.psp.config import PspConfig
 from onsale.seatmap.config import SeatmapSettings
@@ -338,18 +340,8 @@ NAME_RE = re.compile(r"\b((?:ONSALE_[A-Z0-9_]*[A-Z0-9])|DATABASE_URL|REDIS_URL)\
 
 
 def known_variables() -> set[str]:
-    """Every variable the code reads: the literal names in the source, plus the
-    seat-map names built with an f-string (proved read by refusing a bad value)."""
-    names: set[str] = set()
-    for package in ("core", "edge", "seatmap", "psp", "onsale", "web"):
-        for f in (ROOT / package).rglob("*.py"):
-            names |= set(NAME_RE.findall(f.read_text()))
-    for key in ("slot", "publication"):
-        name = f"ONSALE_SEATMAP_{key.upper()}"
-        with pytest.raises(ValueError, match=name):
-            SeatmapSettings.from_env({name: "Not An Identifier"})
-        names.add(name)
-    return names
+    """Every variable the code reads: the declared settings (onsale.environment)."""
+    return variable_names(SECTIONS)
 
 
 def test_every_variable_in_the_deployment_page_is_read_by_the_code() -> None:

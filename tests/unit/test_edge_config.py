@@ -1,4 +1,4 @@
-"""The waiting-room settings (kernel.config.edge_settings)."""
+"""The waiting-room settings (kernel.config_waiting_room)."""
 
 from __future__ import annotations
 

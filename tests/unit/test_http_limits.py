@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from onsale.kernel.config import ConfigError
 from onsale.kernel.http_limits import (
     HttpLimits,
-    HttpLimitsError,
     head_refusal,
     partial_head_too_large,
     refusal_bytes,
@@ -38,7 +38,7 @@ def test_defaults_and_overrides_from_the_environment() -> None:
     ({"ONSALE_HTTP_KEEPALIVE_TIMEOUT": "-1"}, "seconds"),
 ])
 def test_bad_settings_are_refused_with_their_name(env: dict[str, str], message: str) -> None:
-    with pytest.raises(HttpLimitsError, match=message) as info:
+    with pytest.raises(ConfigError, match=message) as info:
         HttpLimits.from_env(env)
     assert next(iter(env)) in str(info.value)
 

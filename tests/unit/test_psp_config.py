@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from onsale.psp.config import PspConfig, PspConfigError
+from onsale.kernel.settings import ConfigError
+from onsale.psp.config import PspConfig
 
 KEY = "sk_test_0123456789abcdef"
 SECRET_KEY_MESSAGE = "ONSALE_PSP_SECRET_KEY must start with sk_ and be at least 16 characters"
@@ -82,14 +83,14 @@ def test_port_sets_the_default_public_url_and_the_flag_wins_for_the_data_dir() -
      "ONSALE_PSP_IDEMPOTENCY_RETENTION_SECONDS must be between 1 and 31622400, got -1"),
 ])
 def test_bad_values(env: dict[str, str], message: str) -> None:
-    with pytest.raises(PspConfigError) as caught:
+    with pytest.raises(ConfigError) as caught:
         PspConfig.from_env({"ONSALE_PSP_API_KEY": KEY, **env})
     assert str(caught.value) == message
     assert "\n" not in str(caught.value)
 
 
 def test_direct_construction_is_checked_too() -> None:
-    with pytest.raises(PspConfigError):
+    with pytest.raises(ConfigError):
         PspConfig(secret_key=KEY, sweep_interval=0)
-    with pytest.raises(PspConfigError):
+    with pytest.raises(ConfigError):
         PspConfig(secret_key=KEY, webhook_max_attempts=0)

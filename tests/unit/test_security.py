@@ -11,8 +11,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.kernel.config import ConfigError, Settings, security_settings
+from onsale.kernel.config import ConfigError, Settings
+from onsale.kernel.config_sessions import SecuritySettings
 from onsale.kernel.security import HSTS, security_middleware, security_options
+from onsale.kernel.settings import load
 
 BASE = Settings(database_url="postgresql://x", redis_url=None, secret_key="s" * 32,
                 admin_token="a" * 32, public_url="https://shop.example")
@@ -87,15 +89,15 @@ async def test_the_origin_check(method: str, headers: dict[str, str], status: in
 
 
 def test_allowed_origins_setting() -> None:
-    assert security_settings({})["allowed_origins"] == ()
-    assert security_settings({"ONSALE_ALLOWED_ORIGINS": ""})["allowed_origins"] == ()
-    got = security_settings({"ONSALE_ALLOWED_ORIGINS":
-                             " https://WWW.shop.example , http://127.0.0.1:9000/,,"
-                             "https://www.shop.example"})
-    assert got["allowed_origins"] == ("https://www.shop.example", "http://127.0.0.1:9000")
+    assert load(SecuritySettings, {}).allowed_origins == ()
+    assert load(SecuritySettings, {"ONSALE_ALLOWED_ORIGINS": ""}).allowed_origins == ()
+    got = load(SecuritySettings, {"ONSALE_ALLOWED_ORIGINS":
+                                  " https://WWW.shop.example , http://127.0.0.1:9000/,,"
+                                  "https://www.shop.example"})
+    assert got.allowed_origins == ("https://www.shop.example", "http://127.0.0.1:9000")
     for bad in ("https://shop.example/path", "shop.example", "*", "null", "ftp://x"):
         with pytest.raises(ConfigError, match="ONSALE_ALLOWED_ORIGINS"):
-            security_settings({"ONSALE_ALLOWED_ORIGINS": bad})
+            load(SecuritySettings, {"ONSALE_ALLOWED_ORIGINS": bad})
     env = {"DATABASE_URL": "postgresql://x", "ONSALE_SECRET_KEY": "s" * 32,
            "ONSALE_ADMIN_TOKEN": "a" * 32, "ONSALE_ALLOWED_ORIGINS": "https://a.example"}
     assert Settings.from_env(env).allowed_origins == ("https://a.example",)
