@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-smoke clean
+.PHONY: demo test lint lint-js test-js bench bench-smoke clean
 
 demo: $(VENV)/.installed
 	$(BIN)/onsale dev
 
-test: $(VENV)/.installed lint
+test: $(VENV)/.installed lint test-js
 	$(BIN)/pytest
 
 # mypy and import-linter do not follow the editable install's import hook, so they read
@@ -16,13 +16,35 @@ test: $(VENV)/.installed lint
 # real folders with the source files hard-linked in, rebuilt on every run.
 TIERS := core edge seatmap web psp
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed lint-js
 	$(BIN)/ruff check onsale $(TIERS) tests bench e2e
 	@rm -rf .typecheck && mkdir -p .typecheck
 	@for src in onsale $(TIERS:%=onsale/%); do dst=.typecheck/$$src; [ $$src = onsale ] || src=$${src#onsale/}; \
 	  cp -al $$src $$dst 2>/dev/null || cp -a $$src $$dst; done
 	$(BIN)/mypy
 	cd .typecheck && ../$(BIN)/lint-imports ../pyproject.toml
+
+# The browser modules (web/static/js): ESLint (eslint.config.js) and tsc over their JSDoc
+# types (jsconfig.json), from node_modules only (npx --no-install never downloads);
+# their unit tests run under Node's own runner (tests/js). docs/design.md, "Browser code".
+JS_TESTS := $(wildcard tests/js/*.test.js)
+
+lint-js: node_modules/.installed
+	npx --no-install eslint --max-warnings 0 .
+	npx --no-install tsc --project jsconfig.json
+
+test-js: node_modules/.installed
+	@test -n "$(JS_TESTS)" || { echo "make: no tests/js/*.test.js" >&2; exit 1; }
+	node --test --test-reporter=spec $(JS_TESTS)
+
+# Node.js >= 18.18 and npm (Debian: apt-get install -y nodejs npm); the exact tools of
+# package-lock.json, reinstalled when it changes.
+node_modules/.installed: package.json package-lock.json
+	@command -v node >/dev/null || { echo "make: node not found: onsale's browser code needs Node.js >= 18.18 and npm (apt-get install -y nodejs npm)" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "make: npm not found: onsale's browser code needs Node.js >= 18.18 and npm (apt-get install -y nodejs npm)" >&2; exit 1; }
+	@node -e 'const [a, b] = process.versions.node.split(".").map(Number); if (a < 18 || (a === 18 && b < 18)) { console.error("make: the browser code needs Node.js >= 18.18, found " + process.version); process.exit(1); }'
+	npm ci --no-audit --no-fund
+	touch $@
 
 # Figures: docs/benchmarks.md (each bench starts its own throwaway stack).
 bench: $(VENV)/.installed
@@ -41,4 +63,4 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) .onsale .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .onsale .pytest_cache .mypy_cache .ruff_cache node_modules

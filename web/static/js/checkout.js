@@ -99,7 +99,7 @@ async function tokenize(number, exp, cvc) {
       method: "POST", body: form,
       headers: { "Authorization": `Bearer ${PROVIDER.publishable_key}`,
                  "Content-Type": "application/x-www-form-urlencoded" } });
-  } catch (_) {
+  } catch {
     throw new Error("The payment provider could not be reached. Please try again.");
   }
   const answer = await response.json().catch(() => ({}));

@@ -10,7 +10,7 @@ const eventId = article.dataset.eventId;
 const KEY = `onsale.ga.${eventId}`;
 
 function remembered() {
-  try { return JSON.parse(sessionStorage.getItem(KEY) || "{}"); } catch (_) { return {}; }
+  try { return JSON.parse(sessionStorage.getItem(KEY) || "{}"); } catch { return {}; }
 }
 
 function remember() {
@@ -28,7 +28,7 @@ async function refresh() {
       const cell = document.querySelector(`[data-ga-left="${tier.tier_id}"]`);
       if (cell) cell.textContent = tier.available.toLocaleString("en");
     }
-  } catch (_) { /* offline for a moment: the next poll tries again */ }
+  } catch { /* offline for a moment: the next poll tries again */ }
 }
 
 const picked = remembered();

@@ -2,9 +2,9 @@
 // server (POST /api/ops/fairness, edge/fairness.py) and draw what each policy
 // does to waits by arrival cohort and to who reaches the seats.
 
-import { flash } from "/static/js/api.js";
-import { barChart, COLORS, formatNumber, histogram, lineChart } from "/static/js/charts.js";
-import { explain, initNav, opsApi, requireToken } from "/static/js/ops.js";
+import { flash } from "./api.js";
+import { barChart, COLORS, formatNumber, histogram, lineChart } from "./charts.js";
+import { explain, initNav, opsApi, requireToken } from "./ops.js";
 
 const LABELS = { fifo: "FIFO", random: "Random draw" };
 const NUMBERS = ["visitors", "seconds", "onsale_second", "seats", "tickets_per_account",
@@ -16,7 +16,12 @@ const minutes = v => `${formatNumber(v / 60, 1)}`;
 // The request body from the form: the arrival profile is a preset, or the
 // counts per second pasted by the operator (commas, spaces or new lines).
 export function scenarioFromForm(form) {
-  const data = new FormData(form);
+  return scenarioFrom(new FormData(form));
+}
+
+// The same from the form's fields (a FormData, or anything with its get()): pure,
+// tested without a browser (tests/js/console.test.js).
+export function scenarioFrom(data) {
   const body = {};
   const event = data.get("event_id");
   if (event) body.event_id = Number(event);
@@ -35,6 +40,11 @@ export function scenarioFromForm(form) {
   body.bot_share = Number(data.get("bot_share_percent") || 0) / 100;
   body.dedupe_accounts = data.get("dedupe_accounts") === "on";
   return body;
+}
+
+// Admissions per bucket -> [second the bucket starts, admitted per minute in it].
+export function admissionRate({ counts, bucket_seconds: bucket }) {
+  return counts.map((n, i) => [i * bucket, (n * 60) / bucket]);
 }
 
 function summaryRow(policy, doc) {
@@ -85,8 +95,7 @@ export function draw(result) {
   })), { label: "Seats reached by multi-device visitors" });
   lineChart(document.getElementById("chart-admissions"), policies.map(([p, doc]) => ({
     label: LABELS[p], color: COLORS[p],
-    points: doc.admissions.counts.map((n, i) => [i * doc.admissions.bucket_seconds,
-                                                  (n * 60) / doc.admissions.bucket_seconds]),
+    points: admissionRate(doc.admissions),
   })), { xLabel: "minutes after the opening", yLabel: "admitted per minute", xFormat: minutes,
          label: "Admissions over time" });
   document.getElementById("lab-summary").replaceChildren(

@@ -1,4 +1,4 @@
 // The entry point of a console page (no inline script: the pages' CSP is script-src 'self').
-import { initLab } from "/static/js/fairness.js";
+import { initLab } from "./fairness.js";
 
 initLab();

@@ -2,7 +2,7 @@
 // token once; it stays in this tab's sessionStorage (gone when the tab closes)
 // and goes with every /api/ops call as "Authorization: Bearer ...".
 
-import { api, ApiError, flash, newKey } from "/static/js/api.js";
+import { api, ApiError, flash, newKey } from "./api.js";
 
 const KEY = "onsale.ops.token";
 const WRONG_TOKEN = "That operator token was not accepted. Paste the ONSALE_ADMIN_TOKEN of " +
@@ -17,7 +17,7 @@ export function signOut() {
 }
 
 // Where to go after signing in: only console pages.
-function safeNext(value) {
+export function safeNext(value) {
   return value && value.startsWith("/ops") && !value.startsWith("//") ? value : "/ops/";
 }
 

@@ -1,9 +1,9 @@
 // One event in the operator console: settings, pause/resume, live figures
 // drawn as sparklines over a rolling window kept in the page, and the audit.
 
-import { flash } from "/static/js/api.js";
-import { formatNumber, sparkline } from "/static/js/charts.js";
-import { explain, initNav, opsApi, requireToken } from "/static/js/ops.js";
+import { flash } from "./api.js";
+import { formatNumber, sparkline } from "./charts.js";
+import { explain, initNav, opsApi, requireToken } from "./ops.js";
 
 const REFRESH_MS = 2000;
 const WINDOW = 90;             // points kept per figure: 3 minutes at 2 s
@@ -23,14 +23,14 @@ const POLICIES = {
   passthrough: "no queue: straight in",
 };
 
-function seconds(value) {
+export function seconds(value) {
   if (value === null || value === undefined) return "–";
   if (value < 90) return `${Math.round(value)} s`;
   if (value < 5400) return `${Math.round(value / 60)} min`;
   return `${(value / 3600).toFixed(1)} h`;
 }
 
-function bytes(value) {
+export function bytes(value) {
   if (value === null || value === undefined) return "–";
   if (value < 1024) return `${value} B`;
   if (value < 1024 ** 2) return `${(value / 1024).toFixed(1)} KiB`;

@@ -1,4 +1,4 @@
 // The entry point of a console page (no inline script: the pages' CSP is script-src 'self').
-import { initEventPage } from "/static/js/ops_event.js";
+import { initEventPage } from "./ops_event.js";
 
 initEventPage();

@@ -6,6 +6,10 @@
 
 const encoder = new TextEncoder();
 
+/**
+ * How many zero bits a digest starts with (edge/pow.py's leading_zero_bits).
+ * @param {Iterable<number>} bytes
+ */
 export function leadingZeroBits(bytes) {
   let bits = 0;
   for (const byte of bytes) {
@@ -15,6 +19,10 @@ export function leadingZeroBits(bytes) {
   return bits;
 }
 
+/**
+ * @param {string} challenge
+ * @param {string} solution
+ */
 async function work(challenge, solution) {
   const digest = await crypto.subtle.digest("SHA-256", encoder.encode(`${challenge}:${solution}`));
   return leadingZeroBits(new Uint8Array(digest));
@@ -22,6 +30,12 @@ async function work(challenge, solution) {
 
 // Resolves to the solution. onProgress(tried, expected) is called after each
 // batch; `expected` is the average number of tries (2^difficulty).
+/**
+ * @param {string} challenge
+ * @param {number} difficulty
+ * @param {(tried: number, expected: number) => void} [onProgress]
+ * @returns {Promise<string>}
+ */
 export async function solve(challenge, difficulty, onProgress = () => {}, batch = 256) {
   if (!(globalThis.crypto && crypto.subtle)) {
     throw new Error("This browser check needs a secure (https) connection.");
@@ -40,6 +54,10 @@ export async function solve(challenge, difficulty, onProgress = () => {}, batch 
   }
 }
 
+/**
+ * The SHA-256 of a text (UTF-8) in lowercase hex.
+ * @param {string} text
+ */
 export async function sha256Hex(text) {
   const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");

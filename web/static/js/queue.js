@@ -264,7 +264,7 @@ async function revealSeed(place) {
     $("wr-draw-check").textContent = matches
       ? `(matches the commitment${place ? `; your drawn place is ${place}` : ""})`
       : "(does NOT match the commitment published before the sale)";
-  } catch (_) {
+  } catch {
     // The draw is informative; the queue goes on without it.
   }
 }

@@ -63,8 +63,8 @@ function describe(seatId) {
 }
 
 // Add a seat; returns whether it was added (and says why not).
-function select(seatId) {
-  seatId = Number(seatId);
+function select(id) {
+  const seatId = Number(id);
   if (!layout || !seatInfo(layout, seatId)) { flash("There is no such seat on this map."); return false; }
   if (selection.has(seatId)) return true;
   if (status(seatId) !== "available") { flash(`${describe(seatId)} is not available.`); return false; }
@@ -129,9 +129,9 @@ function option(value, text, disabled = false) {
 }
 
 function fillSections() {
-  const select = $("pick-section");
-  select.replaceChildren(...[...layout.sections.keys()].map(s => option(s, `Section ${s}`)));
-  select.disabled = false;
+  const sections = $("pick-section");
+  sections.replaceChildren(...[...layout.sections.keys()].map(s => option(s, `Section ${s}`)));
+  sections.disabled = false;
   fillRows();
 }
 
@@ -170,7 +170,8 @@ function fillSeats() {
 async function requestHold(body, describeEmpty) {
   const text = JSON.stringify(body);
   const key = lastAttempt && lastAttempt.unknown && lastAttempt.body === text ? lastAttempt.key : newKey();
-  lastAttempt = { body: text, key, unknown: false };
+  const attempt = { body: text, key, unknown: false };
+  lastAttempt = attempt;
   setBusy(true);
   holding = true;
   try {
@@ -181,7 +182,7 @@ async function requestHold(body, describeEmpty) {
   } catch (error) {
     holding = false;
     setBusy(false);
-    lastAttempt.unknown = error.status === 0 || error.status === 503;   // same key next time
+    attempt.unknown = error.status === 0 || error.status === 503;   // same key next time
     holdFailed(error, describeEmpty);
   }
 }
@@ -241,7 +242,7 @@ function holdPlaces(event, tier) {
 
 function gaControls() {
   let picked = {};
-  try { picked = JSON.parse(sessionStorage.getItem(GA_CHOICE) || "{}"); } catch (_) { picked = {}; }
+  try { picked = JSON.parse(sessionStorage.getItem(GA_CHOICE) || "{}"); } catch { picked = {}; }
   for (const tier of GA_TIERS) {
     const choose = $(`ga-quantity-${tier.tier_id}`);
     if (picked[tier.tier_id]) choose.value = String(picked[tier.tier_id]);

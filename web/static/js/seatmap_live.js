@@ -13,9 +13,21 @@
 import { ApiError } from "./api.js";
 import { applyDelta, fromSnapshot } from "./seatmap_codec.js";
 
+/** @typedef {import("./seatmap_codec.js").SeatState} SeatState */
+/**
+ * @typedef {{onState: (state: SeatState, changed: number[] | null) => void,
+ *            onLive: (mode: string, pollSeconds: number) => void,
+ *            onRefused: (error: ApiError) => void}} FeedHandlers
+ */
+
 const HEARTBEAT_SILENCE_MS = 15000;   // 3 heartbeats without a word: the socket is dead
 const BACKOFF_MAX_MS = 30000;
 
+/**
+ * A WebSocket message: a text frame's JSON, or a binary frame's gzip-compressed JSON.
+ * @param {string | Blob} data
+ * @returns {Promise<any>}
+ */
 export async function decodeMessage(data) {
   if (typeof data === "string") return JSON.parse(data);
   const text = await new Response(data.stream().pipeThrough(new DecompressionStream("gzip"))).text();
@@ -23,10 +35,16 @@ export async function decodeMessage(data) {
 }
 
 export class SeatmapFeed {
+  /**
+   * @param {number | string} eventId
+   * @param {FeedHandlers} handlers
+   */
   constructor(eventId, handlers) {
     this.eventId = eventId;
     this.handlers = handlers;
+    /** @type {SeatState | null} */
     this.state = null;
+    /** @type {WebSocket | null} */
     this.socket = null;
     this.pollSeconds = 1;
     this.backoffMs = 1000;
@@ -34,8 +52,11 @@ export class SeatmapFeed {
     this.unavailable = false;
     this.mode = "connecting";
     this.stopped = false;
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this.pollTimer = null;
     this.lastHeard = 0;
+    this.lagging = 0;        // heartbeats in a row that were ahead of our version
+    this.resyncing = false;  // the socket closes for a resync: fetch the snapshot first
     setInterval(() => this.watchdog(), 1000);
   }
 
@@ -46,7 +67,7 @@ export class SeatmapFeed {
 
   stop() {
     this.stopped = true;
-    clearTimeout(this.pollTimer);
+    if (this.pollTimer !== null) clearTimeout(this.pollTimer);
     if (this.socket) this.socket.close(1000);
   }
 
@@ -56,11 +77,11 @@ export class SeatmapFeed {
     try {
       response = await fetch(`/api/events/${this.eventId}/seatmap`,
                              { credentials: "same-origin", headers: { Accept: "application/json" } });
-    } catch (_) {
+    } catch {
       throw new ApiError(0, null);
     }
     let body = null;
-    try { body = await response.json(); } catch (_) { body = null; }
+    try { body = await response.json(); } catch { body = null; }
     if (!response.ok) throw new ApiError(response.status, body);
     const maxAge = /max-age=(\d+)/.exec(response.headers.get("Cache-Control") || "");
     this.pollSeconds = Math.max(1, maxAge ? Number(maxAge[1]) : 1);
@@ -68,11 +89,16 @@ export class SeatmapFeed {
     return response.headers.get("Seatmap-Source") || "stream";
   }
 
+  /**
+   * @param {SeatState} state
+   * @param {number[] | null} changed
+   */
   takeState(state, changed) {
     this.state = state;
     this.handlers.onState(state, changed);
   }
 
+  /** @param {string} mode */
   setMode(mode) {
     if (mode === this.mode) return;
     this.mode = mode;
@@ -95,6 +121,10 @@ export class SeatmapFeed {
     socket.onclose = event => this.onClose(socket, event.code);
   }
 
+  /**
+   * @param {WebSocket} socket
+   * @param {any} message
+   */
   onMessage(socket, message) {
     if (socket !== this.socket) return;
     this.lastHeard = Date.now();
@@ -103,7 +133,7 @@ export class SeatmapFeed {
       this.wentLive();
     } else if (message.type === "delta") {
       const { applied, changed } = applyDelta(this.state, message);
-      if (!applied) { this.resync(); return; }   // never apply out of order
+      if (!applied || !this.state) { this.resync(); return; }   // never apply out of order
       this.handlers.onState(this.state, changed);
       this.wentLive();
     } else if (message.type === "heartbeat") {
@@ -111,7 +141,7 @@ export class SeatmapFeed {
       else this.pause();
       if (message.live && this.state && message.version !== this.state.version) {
         // The server is ahead and no delta came: our copy is stale.
-        this.lagging = (this.lagging || 0) + 1;
+        this.lagging += 1;
         if (this.lagging >= 2) { this.lagging = 0; this.resync(); }
       } else {
         this.lagging = 0;
@@ -126,7 +156,7 @@ export class SeatmapFeed {
     this.failures = 0;
     this.backoffMs = 1000;
     this.unavailable = false;
-    clearTimeout(this.pollTimer);
+    if (this.pollTimer !== null) clearTimeout(this.pollTimer);
     this.pollTimer = null;
     this.setMode("live");
   }
@@ -139,6 +169,10 @@ export class SeatmapFeed {
     else this.onClose(this.socket);
   }
 
+  /**
+   * @param {WebSocket | null} socket
+   * @param {number} [code]
+   */
   async onClose(socket, code) {
     if (socket !== this.socket || this.stopped) return;
     this.socket = null;
@@ -175,6 +209,7 @@ export class SeatmapFeed {
   }
 
   // A refusal the shopper must act on (admission, sign-in) stops the feed.
+  /** @param {unknown} error */
   refused(error) {
     if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
       this.stop();

@@ -1,0 +1,65 @@
+// The operator console's pure parts (web/static/js/ops.js, ops_event.js, fairness.js):
+// where sign-in may send the operator back to, the sentences and figures it shows,
+// and the fairness lab's request body.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { admissionRate, scenarioFrom } from "../../web/static/js/fairness.js";
+import { explain, safeNext } from "../../web/static/js/ops.js";
+import { bytes, seconds } from "../../web/static/js/ops_event.js";
+
+test("after sign-in only a console page is a place to go back to", () => {
+  assert.equal(safeNext("/ops/events/7?tab=audit"), "/ops/events/7?tab=audit");
+  assert.equal(safeNext("/ops/fairness"), "/ops/fairness");
+  for (const elsewhere of ["//evil.example/ops", "https://evil.example/ops", "/account", "",
+                           null, undefined]) {
+    assert.equal(safeNext(elsewhere), "/ops/", String(elsewhere));
+  }
+});
+
+test("an operator's sentence adds the server's detail, not an exception's name", () => {
+  assert.equal(explain({ sentence: "That change is not allowed.",
+                         problem: { detail: "queue_policy is frozen once the sale opens" } }),
+               "That change is not allowed. queue_policy is frozen once the sale opens");
+  assert.equal(explain({ sentence: "Something went wrong.", problem: { detail: "KeyError" } }),
+               "Something went wrong.");
+  assert.equal(explain({ sentence: "Nope.", problem: {} }), "Nope.");
+  assert.equal(explain(new Error("boom")), "Error: boom");
+});
+
+test("the dashboard's durations and sizes", () => {
+  assert.deepEqual([null, undefined, 0, 45, 89.6, 90, 5399, 5400, 9000].map(seconds),
+                   ["–", "–", "0 s", "45 s", "90 s", "2 min", "90 min", "1.5 h", "2.5 h"]);
+  assert.deepEqual([null, 0, 512, 1023, 1024, 1536, 3 * 1024 ** 2].map(bytes),
+                   ["–", "0 B", "512 B", "1023 B", "1.0 KiB", "1.5 KiB", "3.0 MiB"]);
+});
+
+const form = fields => {
+  const data = new FormData();
+  for (const [name, value] of Object.entries(fields)) data.append(name, value);
+  return data;
+};
+
+test("the lab's body from a preset profile: numbers typed, blanks left to the server", () => {
+  assert.deepEqual(scenarioFrom(form({
+    event_id: "7", profile: "preset", preset: "spike", arrivals: "1 2 3", visitors: "5000",
+    seconds: " 600 ", seats: "", rate_min: "", bot_share_percent: "12.5", dedupe_accounts: "on",
+  })), { event_id: 7, preset: "spike", visitors: 5000, seconds: 600, bot_share: 0.125,
+         dedupe_accounts: true });
+});
+
+test("the lab's body from pasted counts: the counts replace visitors and seconds", () => {
+  assert.deepEqual(scenarioFrom(form({
+    event_id: "", profile: "counts", preset: "spike", arrivals: " 10, 20;30\n 40 ,",
+    visitors: "5000", seconds: "600", seed: "42",
+  })), { arrivals: [10, 20, 30, 40], seed: 42, bot_share: 0, dedupe_accounts: false });
+  // No counts pasted: the preset after all.
+  assert.deepEqual(scenarioFrom(form({ profile: "counts", preset: "steady", arrivals: "  " })),
+                   { preset: "steady", bot_share: 0, dedupe_accounts: false });
+});
+
+test("admissions per bucket become a rate per minute at each bucket's start", () => {
+  assert.deepEqual(admissionRate({ counts: [3, 0, 6], bucket_seconds: 30 }),
+                   [[0, 6], [30, 0], [60, 12]]);
+  assert.deepEqual(admissionRate({ counts: [], bucket_seconds: 10 }), []);
+});
