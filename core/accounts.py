@@ -20,9 +20,10 @@ from starlette.routing import Route
 from onsale.core.passwords import Checked, check_password, dummy_hash, hash_password
 from onsale.core.queries import queries
 from onsale.core.state import core_state
+from onsale.kernel.auth import current_account
 from onsale.kernel.inputs import json_object
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import Sessions, current_account
+from onsale.kernel.sessions import Sessions
 from onsale.kernel.shared import shared
 from onsale.kernel.timefmt import utc_iso
 

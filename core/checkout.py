@@ -22,11 +22,11 @@ from onsale.core.payments import crash_point
 from onsale.core.queries import queries
 from onsale.core.read_model import order_document
 from onsale.core.state import core_state
+from onsale.kernel.auth import current_account
 from onsale.kernel.db import Database
 from onsale.kernel.inputs import idempotency_key, json_object, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
-from onsale.kernel.sessions import current_account
 
 _PAYMENT_METHOD_ID = re.compile(r"pm_[A-Za-z0-9_]{1,250}")
 # Twelve to nineteen digits, perhaps grouped by spaces or dashes: a card number (PAN).

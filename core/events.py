@@ -17,6 +17,7 @@ from onsale.core.read_model import event_document, event_document_on, event_docu
 from onsale.core.state import core_state
 from onsale.core.venue_cache import parse_layout_hash, validator
 from onsale.core.venues import VenueLayouts
+from onsale.kernel.auth import require_admin
 from onsale.kernel.inputs import (
     accepts_gzip,
     etag_matches,
@@ -26,7 +27,6 @@ from onsale.kernel.inputs import (
     parse_id,
 )
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import require_admin
 from onsale.kernel.shared import shared
 
 

@@ -15,10 +15,10 @@ from onsale.core.hold_rules import MAX_GA_TIER_ID
 from onsale.core.hold_store import refusals_as_problems
 from onsale.core.queries import queries
 from onsale.core.state import core_state
+from onsale.kernel.auth import require_admin
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
-from onsale.kernel.sessions import require_admin
 from onsale.kernel.timefmt import utc_iso
 
 

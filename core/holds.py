@@ -13,10 +13,10 @@ from onsale.core.hold_store import create_ga_hold, create_hold, refusals_as_prob
 from onsale.core.queries import queries
 from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
+from onsale.kernel.auth import current_account
 from onsale.kernel.inputs import idempotency_key, int_path, json_object, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
-from onsale.kernel.sessions import current_account
 
 
 def hold_id_path(request: Request) -> uuid.UUID:

@@ -143,21 +143,18 @@ def verdict(ip_ms: int, email: list[int]) -> int | None:
 
 
 class SigninThrottle:
-    """``CoreState.throttle``; ``attach`` gives it its Redis (in the lifespan)."""
+    """``CoreState.throttle``. Without Redis (REDIS_URL unset, or no API in this
+    process) every sign-in is refused with 503 ``session_unavailable``."""
 
     def __init__(self, limits: Limits, redis: Redis | None = None, *, timeout: float = 0.5,
                  clock: Callable[[], float] = time.time) -> None:
         self.limits = limits
         self.timeout = timeout
         self.clock = clock  # wall clock (s); tests move it to step through lockouts
-        self.redis: Redis | None = None
-        if redis is not None:
-            self.attach(redis)
-
-    def attach(self, redis: Redis) -> None:
         self.redis = redis
-        self._ip = redis.register_script(IP_LUA)
-        self._email = redis.register_script(EMAIL_LUA)
+        if redis is not None:
+            self._ip = redis.register_script(IP_LUA)
+            self._email = redis.register_script(EMAIL_LUA)
 
     @staticmethod
     def ip_key(host: str) -> str:

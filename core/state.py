@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from dataclasses import dataclass
+from typing import Protocol, cast
 
+import asyncpg
 from starlette.requests import HTTPConnection
 
 from onsale.core.ga_batch import GABatcher
@@ -46,21 +46,22 @@ class _NoAdmission:
 NO_ADMISSION: Admission = _NoAdmission()
 
 
-@dataclass
+@dataclass(frozen=True)
 class CoreState:
+    """Built complete by ``core.tier.running_core``, once everything it names is open."""
+
     settings: Settings
     db: Database
     metrics: Metrics
     admission: Admission
     throttle: SigninThrottle
     passwords: PasswordPool
-    payments: Payments | None = None
+    payments: Payments | None = None  # None: no provider configured
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
-    # onsale dev: the background loops' own pool (background statement timeout)
-    background_pool: Any = None
-    # The venue layouts, read on a small pool of their own (set where the API runs)
+    # The venue layouts, read on a small pool of their own (where the API runs)
     venues: VenueLayouts | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # onsale dev: the background loops' own pool (background statement timeout)
+    background_pool: asyncpg.Pool | None = None
 
 
 def core_state(connection: HTTPConnection) -> CoreState:

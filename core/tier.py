@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
-from typing import Any
 
 from redis.asyncio import Redis
 from starlette.requests import Request
@@ -70,65 +69,67 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
                        api: bool = True, background: bool = False) -> AsyncIterator[CoreState]:
     """``api``: the parts the routes use, and the health reports the admitter reads.
     ``background``: the expiry sweeper, the payment reconciler and (with Redis) the
-    outbox relay and ticket consumer, in this process (a worker; ``onsale dev``)."""
+    outbox relay and ticket consumer, in this process (a worker; ``onsale dev``).
+
+    Everything ``CoreState`` names is opened first and the state is built complete;
+    the background loops start last and stop first."""
     settings, db = shared.settings, shared.database
-    state = CoreState(settings, db, metrics, admission,
-                      SigninThrottle(signin_limits(settings),
-                                     timeout=settings.session_store_timeout),
-                      PasswordPool(settings.password_workers, settings.password_queue),
-                      build_payments(db, settings, metrics))
-    if api and settings.ga_batch_max > 1:
-        state.ga_batcher = GABatcher(db, metrics, max_batch=settings.ga_batch_max,
-                                     inflight=settings.ga_batch_inflight)
-    bulk: Redis | None = None
-    background_pool: Any = None
-    layouts = contextlib.AsyncExitStack()
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        payments = build_payments(db, settings, metrics)
+        if payments is not None:
+            stack.push_async_callback(payments.client.close)
+            stack.push_async_callback(payments.drain)  # runs first: drain, then close
+        passwords = PasswordPool(settings.password_workers, settings.password_queue)
+        stack.callback(passwords.close)
+        venues = None
         if api:
             # Venue layouts are read on a small pool of their own: a flood of them
             # never takes a connection that a hold would have used.
-            state.venues = await layouts.enter_async_context(running_venues(settings))
-        pool = db.pool
+            venues = await stack.enter_async_context(running_venues(settings))
+        background_pool = None
         if background and api:
             # One process serves requests and runs the background loops (onsale dev):
             # the loops get a small pool of their own with the background bounds
             # (ONSALE_DB_STATEMENT_TIMEOUT_MS), as in a worker. On the request pool's
             # 500 ms, a relay batch that took longer on a busy machine was cancelled
             # after Redis had it, and published again.
-            background_pool = pool = await create_pool(
+            background_pool = await create_pool(
                 dataclasses.replace(settings, db_pool_min=1, db_pool_max=3),
                 request_path=False)
-            state.background_pool = background_pool
+            stack.push_async_callback(background_pool.close)
+        bulk: Redis | None = None
+        if background and settings.redis_url is not None:
+            bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
+            stack.push_async_callback(bulk.aclose)
+        state = CoreState(
+            settings, db, metrics, admission,
+            SigninThrottle(signin_limits(settings), shared.redis if api else None,
+                           timeout=settings.session_store_timeout),
+            passwords, payments,
+            ga_batcher=GABatcher(db, metrics, max_batch=settings.ga_batch_max,
+                                 inflight=settings.ga_batch_inflight)
+            if api and settings.ga_batch_max > 1 else None,
+            venues=venues, background_pool=background_pool)
+        tasks: list[asyncio.Task[None]] = []
+        stack.push_async_callback(stop_background, tasks)
         if api and shared.redis is not None:
-            state.throttle.attach(shared.redis)
-            state.tasks.append(asyncio.create_task(
+            tasks.append(asyncio.create_task(
                 run_health_reporter(db, shared.redis, metrics), name="onsale-core-health"))
         if background:
-            state.tasks.append(asyncio.create_task(
+            pool = db.pool if background_pool is None else background_pool
+            tasks.append(asyncio.create_task(
                 run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch),
                 name="onsale-sweeper"))
-            state.tasks.append(asyncio.create_task(
+            tasks.append(asyncio.create_task(
                 run_quota_plane(pool, metrics, settings.ga_rebalance_interval),
                 name="onsale-ga-quota"))
-            if state.payments is not None:
-                state.tasks.append(asyncio.create_task(
-                    run_reconciler(state.payments, settings.reconcile_interval),
+            if payments is not None:
+                tasks.append(asyncio.create_task(
+                    run_reconciler(payments, settings.reconcile_interval),
                     name="onsale-reconciler"))
-            if settings.redis_url is not None:
-                bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
-                state.tasks += await start_background(
+            if bulk is not None:
+                tasks += await start_background(
                     pool, bulk, metrics, stream_maxlen=settings.outbox_stream_maxlen,
                     retention_seconds=settings.outbox_retention_seconds,
                     crash_at=settings.crash_at)
         yield state
-    finally:
-        await stop_background(state.tasks)
-        if background_pool is not None:
-            await background_pool.close()
-        await layouts.aclose()
-        state.passwords.close()
-        if bulk is not None:
-            await bulk.aclose()
-        if state.payments is not None:
-            await state.payments.drain()
-            await state.payments.client.close()

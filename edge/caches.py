@@ -51,8 +51,9 @@ class EventConfig:
     def queue_open(self) -> bool:
         return self.prequeue_at is None or self.now() >= self.prequeue_at
 
-    def sale_open(self) -> bool:
-        return self.now() >= self.onsale_at
+    def sale_open(self, at: float | None = None) -> bool:
+        """``at``: unix seconds by this process's clock (now when None)."""
+        return (time.time() if at is None else at) + self.clock_offset >= self.onsale_at
 
 
 def _ts(value: datetime | None) -> float | None:

@@ -17,9 +17,9 @@ from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge, edge_state
+from onsale.kernel.auth import require_admin
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import require_admin
 from onsale.kernel.timefmt import utc_iso
 
 SETTINGS = ("queue_policy", "prequeue_at", "admission_rate_min", "admission_rate_max",

@@ -32,11 +32,11 @@ from onsale.edge.health import FRESH_SECONDS, fold
 from onsale.edge.ops import queue_doc
 from onsale.edge.queries import queries
 from onsale.edge.runtime import Edge, edge_state
+from onsale.kernel.auth import require_admin
 from onsale.kernel.dependency import describe
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.openapi import EVENT_ID, json_body, problem
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import require_admin
 from onsale.kernel.timefmt import utc_iso
 
 DASHBOARD_TTL = 1.0
@@ -84,7 +84,7 @@ async def cdc_doc(edge: Edge) -> dict[str, Any]:
     """The seat map's change capture, as the root lets the edge read it."""
     if edge.capture_status is None:
         return {"available": False}
-    return await edge.capture_status()
+    return dict(await edge.capture_status())
 
 
 async def dashboard_doc(edge: Edge, event_id: int) -> dict[str, Any]:

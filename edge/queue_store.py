@@ -1,7 +1,7 @@
 """The waiting room in Redis: a thin adapter over the Lua scripts in
 ``queue_store.lua`` (atomic steps) and a few plain commands (reads, batches).
 
-Nothing here decides policy; ``edge.admitter`` and ``edge.routes`` do.
+Nothing here decides policy; ``edge.admitter_step`` and ``edge.routes`` do.
 """
 
 from __future__ import annotations

@@ -30,11 +30,11 @@ from onsale.edge.pow import PowVerdict, RiskFacts, Work, required_difficulty
 from onsale.edge.queue_store import QUEUE_STORE_DOWN, Spend
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
+from onsale.kernel.auth import current_account, signed_account
 from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
-from onsale.kernel.sessions import current_account, signed_account
 from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"

@@ -1,13 +1,13 @@
 """One edge process's parts, built from settings (nothing at import time), and
-its background loops: the status and config refreshers, the batched "seen"
-writer, and optionally the admitter."""
+its background loops: the status and config refreshers and the batched "seen"
+writer. The admitter is built beside them, by ``edge.tier.running_edge``."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
@@ -22,14 +22,17 @@ from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
-from onsale.kernel.tasks import stop_background
+
+# The seat map's change capture as the operators' dashboard shows it (the root
+# hands the edge seatmap.status.capture_status, bound to its pool and slot).
+CaptureStatus = Callable[[], Awaitable[Mapping[str, object]]]
 
 
 def _per_minute(limit: int) -> RateLimiter:
     return RateLimiter(rate=limit / 60.0, burst=max(5.0, limit / 6.0))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Edge:
     settings: Settings
     db: Database
@@ -49,11 +52,8 @@ class Edge:
     poll_account: RateLimiter = field(default_factory=lambda: _per_minute(120))
     draw_ip: RateLimiter = field(default_factory=lambda: _per_minute(120))
     draw_pages: DrawPages = field(default_factory=DrawPages)  # published draws' pages
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    admitter: Any = None  # the Admitter running in this process, if any
     ops: OpsState = field(default_factory=OpsState)  # the operators' dashboard cache
-    # The seat map's change capture as the dashboard shows it (the root injects it).
-    capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    capture_status: CaptureStatus | None = None  # None: this process cannot see it
 
     @property
     def longest_poll(self) -> int:
@@ -69,7 +69,7 @@ def edge_state(connection: HTTPConnection) -> Edge:
 
 def build_edge(settings: Settings, db: Database, redis: Redis, gate: Gate, *,
                risk: RiskHook = no_risk,
-               capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> Edge:
+               capture_status: CaptureStatus | None = None) -> Edge:
     """``gate``: the process's one gate (core's sales routes and the seat map check
     admissions with it too: one revocation cache)."""
     keys = admission_keys(settings.admission_keys, settings.secret_key)
@@ -88,11 +88,10 @@ def build_edge(settings: Settings, db: Database, redis: Redis, gate: Gate, *,
     )
 
 
-def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None:
-    """``bulk``: a background Redis client for the admitter's draw (large replies)."""
-    from onsale.edge.admitter import Admitter
-
-    edge.tasks += [
+def start_refreshers(edge: Edge) -> list[asyncio.Task[None]]:
+    """The status and config refreshers and the "seen" writer, as tasks the caller
+    stops (``kernel.tasks.stop_background``)."""
+    return [
         asyncio.create_task(every(0.25, edge.status.refresh, "status refresh"),
                             name="onsale-edge-status"),
         asyncio.create_task(every(1.0, edge.configs.refresh, "config refresh"),
@@ -100,11 +99,3 @@ def start_edge(edge: Edge, *, admitter: bool, bulk: Redis | None = None) -> None
         asyncio.create_task(every(2.0, edge.seen.flush, "seen flush"),
                             name="onsale-edge-seen"),
     ]
-    if admitter:
-        edge.admitter = Admitter(edge, bulk=QueueStore(bulk) if bulk is not None else None)
-        edge.tasks.append(asyncio.create_task(edge.admitter.run(), name="onsale-admitter"))
-
-
-async def stop_edge(edge: Edge) -> None:
-    await stop_background(edge.tasks)
-    edge.tasks.clear()

@@ -15,8 +15,9 @@ from starlette.requests import HTTPConnection
 
 from onsale.edge.gate import Gate
 from onsale.edge.tokens import Admission, Verdict
+from onsale.kernel.auth import current_account
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import Sessions, current_account
+from onsale.kernel.sessions import Sessions
 
 
 @dataclass(frozen=True)

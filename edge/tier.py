@@ -3,19 +3,22 @@ routes, and what it runs in a process, yielded as typed state (``Edge``)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 from starlette.routing import BaseRoute
 
 from onsale.edge import draw_routes, ops, ops_dashboard, routes
+from onsale.edge.admitter import Admitter
 from onsale.edge.gate import Gate
 from onsale.edge.pow import RiskHook, no_risk
-from onsale.edge.runtime import Edge, build_edge, start_edge, stop_edge
+from onsale.edge.queue_store import QueueStore
+from onsale.edge.runtime import CaptureStatus, Edge, build_edge, start_refreshers
 from onsale.kernel.config import ConfigError, Settings
 from onsale.kernel.dependency import background_redis
 from onsale.kernel.shared import Shared
+from onsale.kernel.tasks import stop_background
 
 
 def edge_routes() -> list[BaseRoute]:
@@ -30,21 +33,24 @@ def require_redis(settings: Settings) -> str:
 
 @contextlib.asynccontextmanager
 async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
-                       risk: RiskHook = no_risk,
-                       capture_status: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+                       risk: RiskHook = no_risk, capture_status: CaptureStatus | None = None,
                        ) -> AsyncIterator[Edge]:
     """The refreshers and the "seen" writer; with ``admitter`` the admitter too, with a
-    background Redis client of its own for the draw's large replies."""
+    background Redis client of its own for the draw's large replies. The admitter is
+    this context's own: no handler reads it, so ``Edge`` does not carry it."""
     redis_url = require_redis(shared.settings)
     if shared.redis is None:
         raise ConfigError("the edge needs the process's Redis client")
+    edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
+                      capture_status=capture_status)
     async with contextlib.AsyncExitStack() as stack:
-        bulk = None
+        running: Admitter | None = None
         if admitter:
             bulk = background_redis(redis_url)
             stack.push_async_callback(bulk.aclose)
-        edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
-                          capture_status=capture_status)
-        start_edge(edge, admitter=admitter, bulk=bulk)
-        stack.push_async_callback(stop_edge, edge)
+            running = Admitter(edge, bulk=QueueStore(bulk))
+        tasks = start_refreshers(edge)
+        stack.push_async_callback(stop_background, tasks)  # before the client closes
+        if running is not None:
+            tasks.append(asyncio.create_task(running.run(), name="onsale-admitter"))
         yield edge

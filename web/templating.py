@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
+from onsale.kernel.auth import account_of
 from onsale.kernel.problems import Problem
-from onsale.kernel.sessions import account_of
 from onsale.web.messages import FALLBACK, SENTENCES, sentence
 
 HERE = Path(__file__).parent

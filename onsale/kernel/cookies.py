@@ -15,10 +15,11 @@ admission and queue-ticket cookies: ``edge.tokens``, ``edge.routes``,
 from __future__ import annotations
 
 import functools
-import ipaddress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from onsale.kernel.origins import is_loopback_host
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -33,19 +34,6 @@ class CookiePolicy:
 
     def name(self, base: str) -> str:
         return f"{self.prefix}{base}"
-
-
-def is_loopback_host(host: str | None) -> bool:
-    """``localhost`` (and its subdomains), 127.0.0.0/8 or ::1."""
-    if not host:
-        return False
-    host = host.strip("[]").lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @functools.lru_cache(maxsize=16)

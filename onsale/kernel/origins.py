@@ -7,15 +7,28 @@ it to every request (docs/security.md#cross-site-request-forgery).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
-
-from onsale.kernel.cookies import is_loopback_host
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Sec-Fetch-Site values of a request this site's own pages (or the user) made.
 _OWN_FETCH_SITES = frozenset({"same-origin", "none"})
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """``localhost`` (and its subdomains), 127.0.0.0/8 or ::1 (the page policy's
+    loopback spellings, and ``kernel.cookies``' plain-http exception)."""
+    if not host:
+        return False
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def origin_of(url: str) -> str | None:

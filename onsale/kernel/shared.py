@@ -25,7 +25,7 @@ class Shared:
     db: Database | None          # None: no tier of this process reads the database
     redis: GuardedRedis | None   # None: REDIS_URL unset, or no tier needs it
     sessions: Sessions           # its store is Redis: without one it answers 503
-    # Failed operator-token attempts per address (kernel.sessions.require_admin).
+    # Failed operator-token attempts per address (kernel.auth.require_admin).
     admin_throttle: AdminThrottle = field(default_factory=AdminThrottle)
 
     @property

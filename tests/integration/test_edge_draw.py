@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shutil
 import time
 import uuid
@@ -136,7 +137,8 @@ async def test_every_query_string_is_a_page_a_400_or_a_404_never_a_5xx(
                                                     for q in REFUSED]:
                 for cold in (True, False):  # a build, then from memory
                     if cold:
-                        edge_of(api).draw_pages = type(edge_of(api).draw_pages)()
+                        api.app.state.edge = dataclasses.replace(
+                            edge_of(api), draw_pages=type(edge_of(api).draw_pages)())
                     r = await c.get(url(drawn, query))
                     assert r.status_code == status, (query, r.status_code, r.text[:200])
                     if code is not None:
@@ -221,7 +223,7 @@ async def test_a_page_seen_once_is_served_from_memory_without_the_database(
         await publish(conn, event_id, ids(50))  # 5 pages of 10
         edge = edge_of(api)
         db = CountingDatabase(edge.db)
-        monkeypatch.setattr(edge, "db", db)
+        monkeypatch.setattr(api.app.state, "edge", dataclasses.replace(edge, db=db))
         async with api.client() as c:
             first = await c.get(url(event_id, "page=1&per_page=10"))
             assert first.status_code == 200 and db.taken == 1

@@ -4,6 +4,7 @@ dashboard figures, the cached audit and the fairness lab's endpoint."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -74,7 +75,8 @@ async def test_the_dashboard_needs_the_token_and_shows_the_queue(
         assert (missing.status_code, missing.json()["code"]) == (404, "event_not_found")
         for account in await new_accounts(conn, 3):
             assert (await api.join(account, event_id)).status_code == 200
-        api.app.state.edge.ops = OpsState()  # nothing cached from before the joins
+        # nothing cached from before the joins
+        api.app.state.edge = dataclasses.replace(api.app.state.edge, ops=OpsState())
         r = await get(api, path, ADMIN)
         assert r.status_code == 200, r.text
         doc = r.json()
@@ -113,7 +115,8 @@ async def test_the_audit_is_cached_and_reports_violations(
             await conn.execute("ALTER TABLE seat_inventory ENABLE TRIGGER USER")
         cached = (await get(api, "/api/ops/audit?fresh=1", ADMIN)).json()
         assert cached["checked_at"] == doc["checked_at"] and cached["ok"] is True
-        api.app.state.edge.ops = OpsState()   # as if the cache had expired
+        # as if the cache had expired
+        api.app.state.edge = dataclasses.replace(api.app.state.edge, ops=OpsState())
         found = (await get(api, "/api/ops/audit", ADMIN)).json()
         assert found["ok"] is False and found["violations"] >= 1
         bad = {c["name"]: c for c in found["checks"]}["sold_seats_point_to_confirmed_orders"]

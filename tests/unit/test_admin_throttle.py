@@ -10,10 +10,10 @@ import pytest
 from starlette.requests import Request
 
 from onsale.kernel.admin_throttle import AdminThrottle
+from onsale.kernel.auth import require_admin
 from onsale.kernel.config import ConfigError, Settings
 from onsale.kernel.problems import Problem
 from onsale.kernel.process import admin_throttle
-from onsale.kernel.sessions import require_admin
 
 TOKEN = "admin-token-0123456789"
 

@@ -1,13 +1,14 @@
-"""The cross-site verdict, the public origins and the page policy (core/origins.py),
-and the cookie policy (core/cookies.py): pure functions on literal inputs."""
+"""The cross-site verdict, the public origins and the page policy (kernel/origins.py),
+and the cookie policy (kernel/cookies.py): pure functions on literal inputs."""
 
 from __future__ import annotations
 
 import pytest
 
-from onsale.kernel.cookies import cookie_policy, is_loopback_host
+from onsale.kernel.cookies import cookie_policy
 from onsale.kernel.origins import (
     is_cross_site,
+    is_loopback_host,
     origin_of,
     page_policy,
     parse_origin,

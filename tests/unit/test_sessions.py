@@ -17,20 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from onsale.kernel.admin_throttle import AdminThrottle
+from onsale.kernel.auth import account_of, current_account, require_admin, signed_account
 from onsale.kernel.cookies import cookie_policy
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_store import SESSIONS_DOWN
-from onsale.kernel.sessions import (
-    COOKIE,
-    SessionCodec,
-    SessionRef,
-    Sessions,
-    account_of,
-    current_account,
-    new_session_id,
-    require_admin,
-    signed_account,
-)
+from onsale.kernel.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
 from tests.sessions_support import MemorySessionStore
 
 KEY = "unit-test-secret-key-0123456789"
