@@ -29,6 +29,7 @@ async def create_event(conn: Any, spec: EventSpec) -> int:
             spec.queue.admission_rate_min, spec.queue.admission_rate_max, spec.queue.active_cap,
             spec.queue.pow_difficulty,
         )
+        await conn.execute(q["place_event_here"], event_id)
         if spec.queue.policy == "random":
             await commit_draw_seed(conn, event_id)
         tiers = []

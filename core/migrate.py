@@ -301,9 +301,13 @@ async def _run_step(conn: Any, step: Step, recorded: dict[str, str],
 
 
 async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
-                  functions: Path = FUNCTIONS_DIR) -> MigrateResult:
+                  functions: Path = FUNCTIONS_DIR, *, shard_id: int = 1,
+                  holds_directory: bool = True) -> MigrateResult:
     """Apply pending migrations, then every function file that changed; refuse if an
-    applied migration was edited. Returns what was applied."""
+    applied migration was edited. Then give the database its shard number, once
+    (``shard_id``; a database that is already another shard is refused) and, where it
+    ``holds_directory``, list it there as its own shard when the list is empty.
+    Returns what was applied."""
     result = MigrateResult()
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
     try:
@@ -340,6 +344,26 @@ async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
         if gone:
             await conn.execute("DELETE FROM schema_functions WHERE name = ANY ($1::text[])",
                                gone)
+        if await conn.fetchval("SELECT to_regclass('shard_identity') IS NOT NULL"):
+            await claim_identity(conn, shard_id, holds_directory=holds_directory)
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
     return result
+
+
+async def claim_identity(conn: Any, shard_id: int, *, holds_directory: bool) -> None:
+    """Make this database shard ``shard_id`` (docs/scaling.md#adding-a-shard), or
+    refuse if it is another; in the directory, list it as shard ``shard_id`` with the
+    directory's own connection (dsn '') while no shard is listed."""
+    async with conn.transaction():
+        await conn.execute(
+            "INSERT INTO shard_identity (shard_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            shard_id)
+        found = await conn.fetchval("SELECT shard_id FROM shard_identity")
+        if found != shard_id:
+            raise MigrationError(f"this database is shard {found}, not shard {shard_id}")
+        if holds_directory:
+            await conn.execute(
+                """INSERT INTO shards (shard_id, dsn, stamped_since)
+                   SELECT shard_id, '', stamped_since FROM shard_identity
+                   WHERE NOT EXISTS (SELECT FROM shards)""")

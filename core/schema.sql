@@ -157,7 +157,7 @@ CREATE TABLE seat_inventory (
 CREATE TABLE holds (
     hold_id         uuid PRIMARY KEY,
     event_id        bigint NOT NULL REFERENCES events,
-    account_id      uuid NOT NULL REFERENCES accounts,
+    account_id      uuid NOT NULL,  -- an account of the directory (no foreign key)
     idempotency_key text NOT NULL,
     status          text NOT NULL
                     CHECK (status IN ('HELD', 'PAYMENT_PENDING', 'CONFIRMED', 'RELEASED', 'EXPIRED')),
@@ -292,10 +292,10 @@ CREATE TABLE ga_rebalances (
 -- follows the provider; FAILED: the payment never happened (not found at the
 -- provider past the grace).
 CREATE TABLE orders (
-    order_id       uuid PRIMARY KEY DEFAULT uuidv7(),
+    order_id       uuid PRIMARY KEY DEFAULT onsale_new_id(),
     hold_id        uuid NOT NULL UNIQUE REFERENCES holds,
     event_id       bigint NOT NULL REFERENCES events,
-    account_id     uuid NOT NULL REFERENCES accounts,
+    account_id     uuid NOT NULL,  -- an account of the directory (no foreign key)
     status         text NOT NULL
                    CHECK (status IN ('PENDING', 'CONFIRMED', 'CANCELLED', 'FAILED')),
     amount_minor   bigint NOT NULL CHECK (amount_minor >= 0),
@@ -339,7 +339,7 @@ CREATE TABLE ga_order_items (
 --   SUCCEEDED/FAILED definitive
 -- A CAPTURE or a VOID names the AUTHORIZE it follows (parent_operation_id).
 CREATE TABLE payment_operations (
-    operation_id        uuid PRIMARY KEY DEFAULT uuidv7(),
+    operation_id        uuid PRIMARY KEY DEFAULT onsale_new_id(),
     order_id            uuid NOT NULL REFERENCES orders,
     kind                text NOT NULL CHECK (kind IN ('AUTHORIZE', 'CAPTURE', 'VOID')),
     parent_operation_id uuid REFERENCES payment_operations,
@@ -388,7 +388,7 @@ CREATE TABLE webhook_events (
 
 -- Issued once the payment is captured, one per seat of the order.
 CREATE TABLE tickets (
-    ticket_id  uuid PRIMARY KEY DEFAULT uuidv7(),
+    ticket_id  uuid PRIMARY KEY DEFAULT onsale_new_id(),
     order_id   uuid NOT NULL REFERENCES orders,
     event_id   bigint NOT NULL,
     seat_id    integer,
@@ -489,3 +489,32 @@ CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS 
 -- SKIP LOCKED and never waits for them (a GA stripe only for the length of one
 -- short hold). A GA hold that locks every stripe of its tier takes expired
 -- holds with SKIP LOCKED, so it waits for no hold row either.
+
+-- Shards and the directory (docs/scaling.md). Every database has these tables; only the
+-- directory fills shards and event_placement.
+CREATE TABLE shard_identity (
+    only_row      boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    shard_id      smallint NOT NULL CHECK (shard_id BETWEEN 1 AND 32767),
+    stamped_since timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE TABLE shards (
+    shard_id      smallint PRIMARY KEY CHECK (shard_id BETWEEN 1 AND 32767),
+    dsn           text NOT NULL,
+    state         text NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'retired')),
+    epoch         bigint NOT NULL DEFAULT 1 CHECK (epoch >= 1),
+    stamped_since timestamptz NOT NULL,
+    added_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX shards_dsn_key ON shards (dsn);
+CREATE TRIGGER shards_forward BEFORE UPDATE ON shards
+    FOR EACH ROW EXECUTE FUNCTION onsale_shards_forward();
+
+CREATE TABLE event_placement (
+    event_id  bigint PRIMARY KEY REFERENCES events,
+    shard_id  smallint NOT NULL REFERENCES shards,
+    placed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX event_placement_shard_idx ON event_placement (shard_id);
+CREATE TRIGGER event_placement_notify AFTER INSERT OR UPDATE OR DELETE ON event_placement
+    FOR EACH ROW EXECUTE FUNCTION onsale_placement_notify();

@@ -20,6 +20,7 @@ from onsale.core.event_spec import EventSpec, parse_event_spec
 from onsale.core.event_store import create_event
 from onsale.core.migrate import MigrateResult, MigrationError, migrate
 from onsale.core.queries import queries
+from onsale.core.shard_directory import add_shard, migrate_shards, shard_summary
 from onsale.embedded import (
     EmbeddedError,
     EmbeddedPostgres,
@@ -31,6 +32,7 @@ from onsale.environment import report_unknown
 from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
+from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
 from onsale.kernel.settings import load
 
@@ -94,6 +96,40 @@ async def _migrate(url: str) -> MigrateResult:
     conn = await _connect(url)
     try:
         return await migrate(conn)
+    finally:
+        await conn.close()
+
+
+async def _migrate_all(url: str) -> list[str]:
+    """The directory (shard 1, when it is one), then every other listed shard."""
+    conn = await _connect(url)
+    try:
+        own = (await migrate(conn)).describe()
+        shards = await migrate_shards(conn, _connect)
+        if not shards:  # one database: the directory and shard 1
+            return [own]
+        lines = [f"directory: {own}"]
+        for shard_id, applied in shards.items():
+            lines.append(f"shard {shard_id}: {applied.describe()}")
+    finally:
+        await conn.close()
+    return lines
+
+
+async def _shard_add(url: str, dsn: str) -> str:
+    conn = await _connect(url)
+    try:
+        await migrate(conn)
+        shard_id, applied = await add_shard(conn, dsn, _connect)
+    finally:
+        await conn.close()
+    return f"shard {shard_id} added: {masked_dsn(dsn)} ({applied.describe()})"
+
+
+async def _shard_list(url: str) -> list[dict[str, Any]]:
+    conn = await _connect(url)
+    try:
+        return await shard_summary(conn)
     finally:
         await conn.close()
 
@@ -280,11 +316,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         with database_url() as url:
-            applied = asyncio.run(_migrate(url))
+            lines = asyncio.run(_migrate_all(url))
     except Exception as exc:  # a migration error, an outage or a bad URL: exit 2
         print(f"onsale migrate: {exc}", file=sys.stderr)
         return 2
-    print(applied.describe())
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_shard_add(args: argparse.Namespace) -> int:
+    try:
+        with database_url() as url:
+            print(asyncio.run(_shard_add(url, args.dsn)))
+    except Exception as exc:  # a refused DSN, an outage, a migration error: exit 2
+        print(f"onsale shard add: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_shard_list(args: argparse.Namespace) -> int:
+    try:
+        with database_url() as url:
+            shards = asyncio.run(_shard_list(url))
+    except Exception as exc:
+        print(f"onsale shard list: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(shards, indent=2))
+        return 0
+    print(f"{'shard':>5}  {'state':<8} {'epoch':>5} {'events':>6} {'on sale':>7}  dsn")
+    for s in shards:
+        print(f"{s['shard']:>5}  {s['state']:<8} {s['epoch']:>5} {s['events']:>6} "
+              f"{s['on_sale']:>7}  {s['dsn']}")
     return 0
 
 
@@ -370,6 +433,16 @@ def parser() -> argparse.ArgumentParser:
                    ).set_defaults(func=cmd_migrate)
     sub.add_parser("audit", help="check the invariants; exit 1 on any violation").set_defaults(
         func=cmd_audit)
+
+    shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
+    shard_sub = shard.add_subparsers(dest="shard_command", required=True)
+    add = shard_sub.add_parser("add", help="migrate a PostgreSQL database and list it as "
+                               "the next shard")
+    add.add_argument("dsn", help="the shard's connection URL, as every process will use it")
+    add.set_defaults(func=cmd_shard_add)
+    listing = shard_sub.add_parser("list", help="the shards, their epochs and events")
+    listing.add_argument("--json", action="store_true", help="one JSON document")
+    listing.set_defaults(func=cmd_shard_list)
 
     event = sub.add_parser("event", help="manage events")
     event_sub = event.add_subparsers(dest="event_command", required=True)

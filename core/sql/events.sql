@@ -6,6 +6,10 @@ INSERT INTO events (name, venue_name, starts_at, onsale_at, currency, hold_ttl_s
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 RETURNING event_id;
 
+-- name: place_event_here
+-- The event's inventory lives in this database (the directory's own shard).
+INSERT INTO event_placement (event_id, shard_id) SELECT $1, shard_id FROM shard_identity;
+
 -- name: insert_draw_secret
 -- A random draw's seed, kept out of every API until the draw; its hash is public.
 WITH secret AS (

@@ -1,0 +1,79 @@
+"""The directory's shard list and event placement (docs/scaling.md): read it, add a
+shard, migrate every shard. The decisions are in ``onsale.kernel.placement``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from onsale.core.migrate import MigrateResult, MigrationError, migrate
+from onsale.kernel.placement import Placement, ShardRow, masked_dsn
+
+Connect = Callable[[str], Awaitable[Any]]  # a DSN -> an open asyncpg connection
+
+
+async def load_placement(conn: Any) -> Placement:
+    """The shard list and every event's placement, from the directory."""
+    shards = {
+        r["shard_id"]: ShardRow(r["shard_id"], r["dsn"], r["state"], r["epoch"],
+                                r["stamped_ms"])
+        for r in await conn.fetch(
+            """SELECT shard_id, dsn, state, epoch,
+                      (extract(epoch FROM stamped_since) * 1000)::bigint AS stamped_ms
+               FROM shards ORDER BY shard_id""")
+    }
+    events = {r["event_id"]: r["shard_id"]
+              for r in await conn.fetch("SELECT event_id, shard_id FROM event_placement")}
+    return Placement(shards, events)
+
+
+async def shard_summary(conn: Any) -> list[dict[str, Any]]:
+    """``onsale shard list``: each shard with its events, placed and on sale."""
+    rows = await conn.fetch(
+        """SELECT s.shard_id, s.dsn, s.state, s.epoch, s.added_at,
+                  count(p.event_id) AS events,
+                  count(p.event_id) FILTER (WHERE e.onsale_at <= now()
+                                            AND e.starts_at > now()) AS on_sale
+           FROM shards s
+           LEFT JOIN event_placement p ON p.shard_id = s.shard_id
+           LEFT JOIN events e ON e.event_id = p.event_id
+           GROUP BY s.shard_id ORDER BY s.shard_id""")
+    return [{"shard": r["shard_id"], "dsn": masked_dsn(r["dsn"]), "state": r["state"],
+             "epoch": r["epoch"], "events": r["events"], "on_sale": r["on_sale"],
+             "added_at": r["added_at"].isoformat()} for r in rows]
+
+
+async def add_shard(directory: Any, dsn: str, connect: Connect) -> tuple[int, MigrateResult]:
+    """Migrate the database at ``dsn`` as the next shard and list it in the directory.
+    Refused when the DSN is listed already, or the database is a shard already (the
+    directory's own database is shard 1): ``migrate`` keeps a database's number."""
+    if not dsn:
+        raise MigrationError("a shard needs a DSN")
+    listed = await directory.fetchval("SELECT shard_id FROM shards WHERE dsn = $1", dsn)
+    if listed is not None:
+        raise MigrationError(f"{masked_dsn(dsn)} is shard {listed} already")
+    shard_id = await directory.fetchval("SELECT coalesce(max(shard_id), 0) + 1 FROM shards")
+    conn = await connect(dsn)
+    try:
+        applied = await migrate(conn, shard_id=shard_id, holds_directory=False)
+        stamped = await conn.fetchval("SELECT stamped_since FROM shard_identity")
+    finally:
+        await conn.close()
+    await directory.execute(
+        "INSERT INTO shards (shard_id, dsn, stamped_since) VALUES ($1, $2, $3)",
+        shard_id, dsn, stamped)
+    return shard_id, applied
+
+
+async def migrate_shards(directory: Any, connect: Connect) -> dict[int, MigrateResult]:
+    """``onsale migrate`` past the directory: every other listed shard, in turn."""
+    done: dict[int, MigrateResult] = {}
+    for row in await directory.fetch(
+            "SELECT shard_id, dsn FROM shards WHERE dsn <> '' ORDER BY shard_id"):
+        conn = await connect(row["dsn"])
+        try:
+            done[row["shard_id"]] = await migrate(conn, shard_id=row["shard_id"],
+                                                  holds_directory=False)
+        finally:
+            await conn.close()
+    return done
