@@ -183,3 +183,63 @@ async def test_the_shard_commands(db_url: str, second_server: EmbeddedPostgres) 
     assert migrated.returncode == 0, migrated.stderr
     assert [line.split(":")[0] for line in migrated.stdout.splitlines()] == [
         "directory", "shard 2"]
+
+
+# --- the process's shard set: placement cached, refreshed on change ----------------------
+
+async def _event(conn: Any, name: str) -> int:
+    return int(await conn.fetchval(
+        "INSERT INTO events (name, starts_at, onsale_at, hold_ttl_seconds,"
+        " max_tickets_per_account, max_seats_per_hold, seat_count)"
+        " VALUES ($1, now() + interval '1 day', now(), 300, 6, 6, 0) RETURNING event_id",
+        name))
+
+
+async def test_a_process_routes_by_cached_placement_and_hears_of_changes(
+        directory: Any, db_url: str, second_server: EmbeddedPostgres) -> None:
+    import asyncio
+    import dataclasses
+
+    from onsale.core.shards import running_shards
+    from onsale.kernel.config import Settings
+    from onsale.kernel.db import Database, create_pool
+    from onsale.kernel.problems import Problem
+
+    dsn = await _empty_db(second_server)
+    await add_shard(directory, dsn, _connect)
+    early = await _event(directory, "Early")
+    await directory.execute("INSERT INTO event_placement VALUES ($1, 2)", early)
+    settings = dataclasses.replace(Settings(database_url=db_url), db_pool_min=0)
+    pool = await create_pool(settings)
+    own = Database.from_settings(pool, settings)
+    try:
+        async with running_shards(settings, own) as shards:
+            reads = shards.directory_reads
+            assert sorted(shards.pools) == [1, 2]
+            assert (await shards.for_event(early)).dsn == dsn
+            async with (await shards.for_event(early)).connection() as c:
+                assert await c.fetchval("SELECT shard_id FROM shard_identity") == 2
+            assert shards.directory_reads == reads  # the cache answered
+
+            late = await _event(directory, "Late")
+            await directory.execute("INSERT INTO event_placement VALUES ($1, 1)", late)
+            for _ in range(100):  # the NOTIFY reloads the placement
+                if shards.placement.shard_of_event(late) == 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert (await shards.for_event(late)) is own
+
+            with pytest.raises(Problem) as missing:
+                await shards.for_event(10**9)
+            assert missing.value.status == 404
+            shard2 = await _connect(dsn)
+            try:
+                made = await shard2.fetchval("SELECT onsale_new_id()")
+            finally:
+                await shard2.close()
+            assert shards.for_id(made, "order_not_found").dsn == dsn
+            with pytest.raises(Problem) as unknown:
+                shards.for_id(uuid.uuid4(), "order_not_found")
+            assert (unknown.value.status, unknown.value.code) == (404, "order_not_found")
+    finally:
+        await pool.close()
