@@ -63,6 +63,8 @@ BENCHES = (
                    "edge.redis_commands_per_poll")),
     Bench("seatmap", ("seatmap.p99", "seatmap.frames_per_s_per_client",
                       "seatmap.cpu_per_client_frame")),
+    Bench("cluster", ("cluster.joins_per_primary_s", "cluster.admissions_per_primary_s",
+                      "cluster.other_primaries_cpu_share")),
     Bench("ga", ("ga.attempts_per_s_1_stripes", "ga.attempts_per_s_8_stripes",
                  "ga.sellout_places_held"), audit=True),
     Bench("hostile", ("hostile.rss_growth", "hostile.legit_success", "hostile.legit_p99"),

@@ -6,15 +6,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redis.asyncio import Redis
-
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import DEFAULT_RETENTION_SECONDS, DEFAULT_STREAM_MAXLEN, run_relay
 from onsale.core.tickets import run_ticket_consumer
+from onsale.kernel.valkey import RedisClient
 
 
 async def start_background(
-    pool: Any, redis: Redis, metrics: Metrics, *,
+    pool: Any, redis: RedisClient, metrics: Metrics, *,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS, crash_at: str | None = None,
 ) -> list[asyncio.Task[None]]:

@@ -20,12 +20,11 @@ import time
 from collections import deque
 from typing import Any
 
-from redis.asyncio import Redis
-
 from onsale.core.metrics import Metrics
 from onsale.core.payment_state import PaymentOutcome
 from onsale.kernel.db import Database
 from onsale.kernel.dependency import is_outage
+from onsale.kernel.valkey import RedisClient
 
 HEALTH_KEY = "onsale:health:core"
 WINDOW_SECONDS = 10.0
@@ -102,7 +101,7 @@ async def database_ok(db: Database, within: float = 1.0) -> bool:
         return False
 
 
-async def run_health_reporter(db: Database, redis: Redis, metrics: Metrics,
+async def run_health_reporter(db: Database, redis: RedisClient, metrics: Metrics,
                               interval: float = 1.0) -> None:
     me = process_id()
     window: deque[dict[str, Any]] = deque(maxlen=int(WINDOW_SECONDS / interval) + 1)

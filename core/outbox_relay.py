@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
-from redis.asyncio import Redis
 
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.timefmt import utc_iso
+from onsale.kernel.valkey import RedisClient
 
 log = logging.getLogger("onsale.outbox")
 
@@ -79,7 +79,8 @@ def raise_if_cancelling() -> None:
         raise asyncio.CancelledError
 
 
-async def publish(redis: Redis, rows: Sequence[Mapping[str, Any]], stream_maxlen: int) -> None:
+async def publish(redis: RedisClient, rows: Sequence[Mapping[str, Any]],
+                  stream_maxlen: int) -> None:
     """XADD every row in one MULTI/EXEC; returns once Redis acknowledged all of them."""
     async with redis.pipeline(transaction=True) as pipe:
         for row in rows:
@@ -90,7 +91,7 @@ async def publish(redis: Redis, rows: Sequence[Mapping[str, Any]], stream_maxlen
 
 
 async def relay_once(
-    conn: Any, redis: Redis, *, batch: int = DEFAULT_BATCH,
+    conn: Any, redis: RedisClient, *, batch: int = DEFAULT_BATCH,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN, after_publish: AfterPublish | None = None,
     before_publish: AfterPublish | None = None,
 ) -> int:
@@ -113,7 +114,7 @@ async def relay_once(
 
 
 async def relay_pass(
-    conn: Any, redis: Redis, metrics: Metrics | None = None, *, batch: int = DEFAULT_BATCH,
+    conn: Any, redis: RedisClient, metrics: Metrics | None = None, *, batch: int = DEFAULT_BATCH,
     stream_maxlen: int = DEFAULT_STREAM_MAXLEN, after_publish: AfterPublish | None = None,
     before_publish: AfterPublish | None = None,
 ) -> int:
@@ -159,7 +160,7 @@ async def prune_published(
 
 
 async def run_relay(
-    pool: Any, redis: Redis, metrics: Metrics, interval: float = 0.2,
+    pool: Any, redis: RedisClient, metrics: Metrics, interval: float = 0.2,
     batch: int = DEFAULT_BATCH, *, stream_maxlen: int = DEFAULT_STREAM_MAXLEN,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS, crash_at: str | None = None,
 ) -> None:

@@ -30,11 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from redis.asyncio import Redis
-
 from onsale.kernel.addresses import address_bucket
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_store import SESSIONS_DOWN, run_scripts
+from onsale.kernel.valkey import RedisClient
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -146,7 +145,7 @@ class SigninThrottle:
     """``CoreState.throttle``. Without Redis (REDIS_URL unset, or no API in this
     process) every sign-in is refused with 503 ``session_unavailable``."""
 
-    def __init__(self, limits: Limits, redis: Redis | None = None, *, timeout: float = 0.5,
+    def __init__(self, limits: Limits, redis: RedisClient | None = None, *, timeout: float = 0.5,
                  clock: Callable[[], float] = time.time) -> None:
         self.limits = limits
         self.timeout = timeout
@@ -164,7 +163,7 @@ class SigninThrottle:
     def email_key(email: str) -> str:
         return f"onsale:signin:email:{email_digest(email)}"
 
-    async def _store(self, call: Callable[[Redis], Any]) -> Any:
+    async def _store(self, call: Callable[[RedisClient], Any]) -> Any:
         if self.redis is None:
             raise Problem(503, "session_unavailable",
                           detail="The session store is not configured (REDIS_URL).")
@@ -180,7 +179,7 @@ class SigninThrottle:
         now = int(self.clock() * 1000)
         window = lim.window_seconds * 1000
 
-        def call(redis: Redis) -> Any:
+        def call(redis: RedisClient) -> Any:
             return run_scripts(redis, [
                 (self._ip, [self.ip_key(host)], [now, window, lim.limit_ip]),
                 (self._email, [self.email_key(email)], [

@@ -19,12 +19,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import STREAM, backoff, raise_if_cancelling
 from onsale.core.queries import queries
+from onsale.kernel.valkey import RedisClient
 
 log = logging.getLogger("onsale.tickets")
 
@@ -59,7 +59,7 @@ def order_id_of(fields: Mapping[str, str]) -> uuid.UUID | None:
         return None
 
 
-async def ensure_group(redis: Redis) -> None:
+async def ensure_group(redis: RedisClient) -> None:
     """Create the group (and the stream) reading from the start; exists → fine."""
     try:
         await redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
@@ -77,7 +77,7 @@ async def issue_tickets(conn: Any, order_id: uuid.UUID) -> tuple[str, int]:
     return outcome, issued
 
 
-async def handle_entries(pool: Any, redis: Redis, metrics: Metrics,
+async def handle_entries(pool: Any, redis: RedisClient, metrics: Metrics,
                          entries: Iterable[Entry]) -> list[str]:
     """Process entries in order, acknowledge all but ``wait``. Returns the verdicts."""
     verdicts: list[str] = []
@@ -120,7 +120,7 @@ def _stream_entries(response: Any) -> list[Entry]:
     return out
 
 
-async def consume_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str, *,
+async def consume_once(pool: Any, redis: RedisClient, metrics: Metrics, consumer: str, *,
                        count: int = DEFAULT_COUNT, block_ms: int | None = 1000) -> list[str]:
     """Read and handle new entries (XREADGROUP ``>``). Returns the verdicts."""
     response = await redis.xreadgroup(GROUP, consumer, {STREAM: ">"}, count=count,
@@ -128,7 +128,7 @@ async def consume_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str,
     return await handle_entries(pool, redis, metrics, _stream_entries(response))
 
 
-async def reclaim_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str, *,
+async def reclaim_once(pool: Any, redis: RedisClient, metrics: Metrics, consumer: str, *,
                        min_idle_ms: int = DEFAULT_MIN_IDLE_MS,
                        count: int = DEFAULT_COUNT) -> list[str]:
     """Take over and handle entries pending longer than ``min_idle_ms`` (this
@@ -150,14 +150,14 @@ async def reclaim_once(pool: Any, redis: Redis, metrics: Metrics, consumer: str,
     return verdicts
 
 
-async def update_pending(redis: Redis, metrics: Metrics) -> int:
+async def update_pending(redis: RedisClient, metrics: Metrics) -> int:
     summary = await redis.xpending(STREAM, GROUP)
     pending = int(summary["pending"])
     metrics.ticket_consumer_pending.set(pending)
     return pending
 
 
-async def forget_idle_consumers(redis: Redis, idle_ms: int = STALE_CONSUMER_MS) -> None:
+async def forget_idle_consumers(redis: RedisClient, idle_ms: int = STALE_CONSUMER_MS) -> None:
     """Drop consumers of past processes (nothing pending, idle for an hour)."""
     for info in await redis.xinfo_consumers(STREAM, GROUP):
         if int(info["pending"]) == 0 and int(info["idle"]) > idle_ms:
@@ -165,7 +165,7 @@ async def forget_idle_consumers(redis: Redis, idle_ms: int = STALE_CONSUMER_MS) 
 
 
 async def run_ticket_consumer(
-    pool: Any, redis: Redis, metrics: Metrics, *, consumer: str | None = None,
+    pool: Any, redis: RedisClient, metrics: Metrics, *, consumer: str | None = None,
     min_idle_ms: int = DEFAULT_MIN_IDLE_MS, count: int = DEFAULT_COUNT,
     interval: float = 0.2,
 ) -> None:

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 
-from redis.asyncio import Redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -35,6 +34,7 @@ from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
 from onsale.kernel.shared import Shared
 from onsale.kernel.tasks import stop_background
+from onsale.kernel.valkey import RedisClient
 
 
 async def readyz(request: Request) -> Response:
@@ -97,7 +97,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
                 dataclasses.replace(settings, db_pool_min=1, db_pool_max=3),
                 request_path=False)
             stack.push_async_callback(background_pool.close)
-        bulk: Redis | None = None
+        bulk: RedisClient | None = None
         if background and settings.redis_url is not None:
             bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
             stack.push_async_callback(bulk.aclose)

@@ -21,7 +21,6 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 
-from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
 
 from onsale.edge.caches import Marks, every
@@ -38,6 +37,7 @@ from onsale.edge.tokens import (
 from onsale.kernel.config import Settings
 from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.problems import Problem
+from onsale.kernel.valkey import RedisClient
 
 COOKIE_PREFIX = ADMISSION_COOKIE
 
@@ -143,7 +143,7 @@ class Gate:
                 await self.marks.flush()
 
 
-def build_gate(settings: Settings, redis: Redis | None) -> Gate:
+def build_gate(settings: Settings, redis: RedisClient | None) -> Gate:
     """The process's one gate. Without Redis (REDIS_URL unset) it still checks
     signatures, then refuses: fail closed."""
     return Gate(AdmissionCodec(admission_keys(settings.admission_keys, settings.secret_key),
@@ -153,7 +153,7 @@ def build_gate(settings: Settings, redis: Redis | None) -> Gate:
 
 
 @contextlib.asynccontextmanager
-async def running_gate(settings: Settings, redis: Redis | None) -> AsyncIterator[Gate]:
+async def running_gate(settings: Settings, redis: RedisClient | None) -> AsyncIterator[Gate]:
     gate = build_gate(settings, redis)
     gate.start()
     try:

@@ -7,10 +7,9 @@ import json
 import time
 from typing import Any
 
-from redis.asyncio import Redis
-
 from onsale.core.health import HEALTH_KEY
 from onsale.edge.controller import Health
+from onsale.kernel.valkey import RedisClient
 
 FRESH_SECONDS = 5.0
 FORGET_SECONDS = 3600.0
@@ -40,7 +39,7 @@ def fold(reports: list[dict[str, Any]], now: float, *, active: int, cap: int) ->
 
 
 class HealthSource:
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: RedisClient) -> None:
         self.redis = redis
 
     async def snapshot(self, *, active: int, cap: int) -> Health:

@@ -15,9 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from redis.asyncio import Redis
-
 from onsale.kernel.dependency import request_redis
+from onsale.kernel.valkey import RedisClient, event_prefix
 
 LUA_FILE = Path(__file__).with_suffix(".lua")
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
@@ -36,10 +35,11 @@ def lua_sources() -> dict[str, str]:
 
 
 class EventKeys:
-    """The keys of one event, all in one Redis Cluster slot (hash tag {eN})."""
+    """The keys of one event, all in one Redis Cluster slot (hash tag {eN}, the one the
+    event's seat map shares: ``kernel.valkey.event_prefix``)."""
 
     def __init__(self, event_id: int) -> None:
-        p = f"onsale:{{e{event_id}}}:"
+        p = event_prefix(event_id)
         self.seq, self.queue, self.pre, self.seen = p + "seq", p + "queue", p + "pre", p + "seen"
         self.pending, self.active, self.sess = p + "pending", p + "active", p + "sess"
         self.status, self.stats = p + "status", p + "stats"
@@ -103,7 +103,7 @@ class Fenced(Exception):
     """A newer admitter holds the lease: this one must stop."""
 
 
-def connect(url: str, max_connections: int = 64, wait: float = 0.25) -> Redis:
+def connect(url: str, max_connections: int = 64, wait: float = 0.25) -> RedisClient:
     """A request-path client (kernel.dependency.request_redis): requests wait up to
     ``wait`` seconds for a free connection, a connect and an answer, then fail
     fast behind a circuit breaker. Apps use ``request_redis_for(settings)``."""
@@ -123,7 +123,7 @@ def _decode(mapping: dict[Any, Any]) -> dict[str, str]:
 
 
 class QueueStore:
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: RedisClient) -> None:
         self.redis = redis
         self._scripts = {name: redis.register_script(src) for name, src in lua_sources().items()}
 

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-from redis.asyncio import Redis
 from starlette.requests import HTTPConnection
 
 from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
@@ -22,6 +21,7 @@ from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
+from onsale.kernel.valkey import RedisClient
 
 # The seat map's change capture as the operators' dashboard shows it (the root
 # hands the edge seatmap.status.capture_status, bound to its pool and slot).
@@ -36,7 +36,7 @@ def _per_minute(limit: int) -> RateLimiter:
 class Edge:
     settings: Settings
     db: Database
-    redis: Redis
+    redis: RedisClient
     store: QueueStore
     configs: EventConfigs
     status: StatusCache
@@ -67,7 +67,7 @@ def edge_state(connection: HTTPConnection) -> Edge:
     return cast(Edge, connection.app.state.edge)
 
 
-def build_edge(settings: Settings, db: Database, redis: Redis, gate: Gate, *,
+def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate, *,
                risk: RiskHook = no_risk,
                capture_status: CaptureStatus | None = None) -> Edge:
     """``gate``: the process's one gate (core's sales routes and the seat map check

@@ -27,6 +27,7 @@ from onsale.embedded import (
     start_postgres,
     start_psp,
     start_valkey,
+    start_valkey_cluster,
 )
 from onsale.environment import report_unknown
 from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
@@ -244,7 +245,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if pg.started_here:
                 started.append(pg)
             env["DATABASE_URL"] = pg.url
-        if not env.get("REDIS_URL"):
+        if args.valkey_cluster and env.get("REDIS_URL"):
+            raise ConfigError("--valkey-cluster starts a cluster of its own: unset REDIS_URL")
+        if args.valkey_cluster:  # three primaries, docs/scaling.md#valkey-cluster
+            cluster = start_valkey_cluster(base / "valkey-cluster")
+            started.append(cluster)
+            env["REDIS_URL"] = cluster.url
+        elif not env.get("REDIS_URL"):
             valkey = start_valkey(base / "valkey")
             started.append(valkey)
             env["REDIS_URL"] = valkey.url
@@ -267,6 +274,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
+        if args.valkey_cluster:
+            print(f"onsale dev: Valkey Cluster of three primaries, REDIS_URL={settings.redis_url}")
         print(f"onsale dev: payment provider {settings.stripe_api_base}/ "
               "(test cards in docs/psp.md)")
         print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "
@@ -418,6 +427,9 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument("--host", default="127.0.0.1")
     dev.add_argument("--port", type=int, default=8000)
     dev.add_argument("--seats", type=int, default=50_000, help="seats in the demo event")
+    dev.add_argument("--valkey-cluster", action="store_true",
+                     help="start a Valkey Cluster of three primaries (in "
+                     "$ONSALE_DATA_DIR/valkey-cluster) instead of one Valkey")
     dev.set_defaults(func=cmd_dev)
 
     serve = sub.add_parser("serve", help="run one role against configured services")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pwd
 import random
+import shutil
 import signal
 import socket
 import stat
@@ -17,8 +18,10 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from onsale.kernel.private_files import open_private_append, private_dir
 
@@ -232,9 +235,11 @@ def _valkey_binary() -> Path:
 
 
 def start_valkey(
-    data_dir: Path, port: int | None = None, *, persist: bool = True
+    data_dir: Path, port: int | None = None, *, persist: bool = True,
+    extra: Sequence[str] = (),
 ) -> EmbeddedValkey:
-    """Start Valkey in ``data_dir``; a leftover server from a killed run is stopped first."""
+    """Start Valkey in ``data_dir``; a leftover server from a killed run is stopped first.
+    ``extra``: more server arguments (a cluster node's)."""
     data_dir = private_dir(data_dir.resolve())  # its append-only file holds the sessions
     pid_file = data_dir / "valkey.pid"
     if pid_file.exists():
@@ -248,7 +253,7 @@ def start_valkey(
     args = [str(_valkey_binary()), "--port", str(port), "--bind", "127.0.0.1",
             "--dir", str(data_dir), "--pidfile", str(pid_file), "--save", "",
             "--appendonly", "yes" if persist else "no", "--protected-mode", "yes",
-            "--logfile", str(data_dir / "valkey.log")]
+            "--logfile", str(data_dir / "valkey.log"), *extra]
     proc = subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 15
@@ -265,6 +270,124 @@ def start_valkey(
             time.sleep(0.05)
     proc.kill()
     raise EmbeddedError("valkey-server did not answer PING within 15 s")
+
+
+CLUSTER_SLOTS = 16384
+
+
+@dataclass
+class EmbeddedValkeyCluster:
+    """A Valkey Cluster of primaries on 127.0.0.1 (no replicas), for ``onsale dev
+    --valkey-cluster`` and the tests (docs/scaling.md#valkey-cluster)."""
+
+    data_dir: Path
+    nodes: list[EmbeddedValkey]
+    bus_ports: list[int]
+
+    @property
+    def url(self) -> str:
+        """REDIS_URL naming the cluster: every node is a startup node."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _ports_free(ports: Sequence[int]) -> bool:
+    """Whether a server could listen on each port now: bound as the server binds
+    (SO_REUSEADDR), so the TIME_WAIT left by its last run does not count."""
+    for port in ports:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                return False
+    return True
+
+
+def _distinct_free_ports(n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def start_valkey_cluster(data_dir: Path, primaries: int = 3, *, persist: bool = True,
+                         timeout: float = 30.0) -> EmbeddedValkeyCluster:
+    """Start a cluster of ``primaries`` primaries in ``data_dir`` (``node<i>``): each
+    ``valkey-server --cluster-enabled yes`` with its client and cluster-bus ports taken
+    below the ephemeral range, an equal share of the 16,384 slots (``CLUSTER
+    ADDSLOTSRANGE``), joined by ``CLUSTER MEET``; returns once every node reports
+    ``cluster_state:ok``. A cluster left in ``data_dir`` by an earlier run is started
+    again on its recorded ports when they are free (its data and slots kept), else
+    started over."""
+    import json
+
+    import redis
+
+    data_dir = private_dir(data_dir.resolve())
+    record = data_dir / "ports.json"
+    ports: list[int] = []
+    reuse = False
+    if record.exists():
+        try:
+            ports = [int(p) for p in json.loads(record.read_text())]
+        except (ValueError, TypeError):
+            ports = []
+        reuse = (len(ports) == 2 * primaries and _ports_free(ports) and all(
+            (data_dir / f"node{i}" / "nodes.conf").exists() for i in range(primaries)))
+    if not reuse:
+        for i in range(primaries):
+            shutil.rmtree(data_dir / f"node{i}", ignore_errors=True)
+        ports = _distinct_free_ports(2 * primaries)
+        record.write_text(json.dumps(ports))
+    client_ports, bus_ports = ports[:primaries], ports[primaries:]
+    nodes: list[EmbeddedValkey] = []
+    cluster = EmbeddedValkeyCluster(data_dir, nodes, bus_ports)
+    try:
+        for i, (port, bus) in enumerate(zip(client_ports, bus_ports, strict=True)):
+            nodes.append(start_valkey(
+                data_dir / f"node{i}", port, persist=persist,
+                extra=["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                       "--cluster-port", str(bus), "--cluster-node-timeout", "5000"]))
+        clients = [redis.Redis(host="127.0.0.1", port=n.port, socket_timeout=5) for n in nodes]
+        try:
+            if not reuse:
+                share = CLUSTER_SLOTS // primaries
+                for i, client in enumerate(clients):
+                    last = CLUSTER_SLOTS - 1 if i == primaries - 1 else (i + 1) * share - 1
+                    client.cluster("ADDSLOTSRANGE", i * share, last)
+                for node, bus in zip(nodes[1:], bus_ports[1:], strict=True):
+                    clients[0].cluster("MEET", "127.0.0.1", node.port, bus)
+            _wait_cluster_ok(clients, primaries, timeout)
+        finally:
+            for client in clients:
+                client.close()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _wait_cluster_ok(clients: Sequence[Any], primaries: int, timeout: float) -> None:
+    """Every node: state ok, every slot assigned, every primary known."""
+    deadline = time.monotonic() + timeout
+    info: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        infos = [client.cluster("INFO") for client in clients]
+        if all(str(i.get("cluster_state")) == "ok"
+               and int(i.get("cluster_slots_assigned", 0)) == CLUSTER_SLOTS
+               and int(i.get("cluster_known_nodes", 0)) == primaries for i in infos):
+            return
+        info = infos[0]
+        time.sleep(0.1)
+    raise EmbeddedError(f"the Valkey cluster was not ready within {timeout:.0f} s: "
+                        f"{info.get('cluster_state')}, {info.get('cluster_slots_assigned')} "
+                        f"slots assigned, {info.get('cluster_known_nodes')} nodes known")
 
 
 @dataclass

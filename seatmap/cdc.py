@@ -28,9 +28,9 @@ import uuid
 from typing import Any
 
 import asyncpg
-from redis.asyncio import Redis
 
 from onsale.core.outbox_relay import backoff
+from onsale.kernel.valkey import RedisClient
 from onsale.seatmap import replication
 from onsale.seatmap.bus import ALIVE, Bus, Fenced, Gap
 from onsale.seatmap.config import SeatmapSettings
@@ -50,7 +50,7 @@ class RebuildNeeded(Exception):
 
 
 class Consumer:
-    def __init__(self, database_url: str, redis: Redis, settings: SeatmapSettings,
+    def __init__(self, database_url: str, redis: RedisClient, settings: SeatmapSettings,
                  metrics: SeatmapMetrics) -> None:
         self.url = database_url
         self.repl_url = settings.replication_url or database_url

@@ -21,8 +21,7 @@ import logging
 import time
 from typing import Any
 
-from redis.asyncio import Redis
-
+from onsale.kernel.valkey import RedisClient
 from onsale.seatmap.bus import ALIVE, Bus, stream_key
 from onsale.seatmap.clients import Client, Outgoing
 from onsale.seatmap.config import SeatmapSettings
@@ -221,8 +220,8 @@ class Channel:
 
 
 class Hub:
-    def __init__(self, redis: Redis, settings: SeatmapSettings, metrics: SeatmapMetrics, *,
-                 reader: Redis | None = None) -> None:
+    def __init__(self, redis: RedisClient, settings: SeatmapSettings, metrics: SeatmapMetrics, *,
+                 reader: RedisClient | None = None) -> None:
         """``redis``: the request path's client (bounded; snapshots, loads,
         heartbeats). ``reader``: the client the channels block on (XREAD)."""
         self.redis: Any = redis

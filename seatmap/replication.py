@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +90,11 @@ async def restore(conn: Any, bus: Bus, settings: SeatmapSettings
     if parse_lsn(slot["confirmed_flush_lsn"]) > int(meta.get("published", "0"), 16):
         return "Redis lost published entries"
     maps = {}
-    for event_id, version in (await bus.versions()).items():
+    versions = await bus.versions()
+    missing = sorted(await bus.events() - set(versions))  # listed, their keys gone
+    if missing:
+        return f"event {missing[0]} is incomplete in Redis"
+    for event_id, version in versions.items():
         seat_map = await bus.load_state(event_id)
         if seat_map is None or seat_map.version != version:
             return f"event {event_id} is incomplete in Redis"
@@ -151,8 +154,7 @@ async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSetti
             if seat_map is None:  # general admission only
                 seat_map = maps[event_id] = SeatMap(event_id, base)
             seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
-    generation = uuid.uuid4().hex
-    await bus.reset_all(generation, settings.slot, maps, base)
+    generation = await bus.reset_all(settings.slot, maps, base)
     log.warning("rebuilt %d seat maps at %s (generation %s)", len(maps), consistent_point,
                 generation)
     return maps, generation

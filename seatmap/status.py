@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.asyncio import Redis
-
 from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
+from onsale.kernel.valkey import RedisClient
 from onsale.seatmap.bus import ALIVE
 from onsale.seatmap.queries import queries
 
 
-async def capture_status(db: Database, redis: Redis, slot_name: str) -> dict[str, Any]:
+async def capture_status(db: Database, redis: RedisClient, slot_name: str) -> dict[str, Any]:
     doc: dict[str, Any] = {"slot": slot_name}
     try:
         async with db.connection() as conn:

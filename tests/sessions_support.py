@@ -14,10 +14,12 @@ import functools
 import uuid
 
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 
 from onsale.kernel.config import Settings
 from onsale.kernel.session_store import CREATE_LUA, create_args
 from onsale.kernel.sessions import SessionCodec, SessionRef, new_session_id
+from onsale.kernel.valkey import cluster_url
 
 
 def mint_cookie(settings: Settings, account: uuid.UUID) -> str:
@@ -32,9 +34,13 @@ def mint_cookie(settings: Settings, account: uuid.UUID) -> str:
 
 
 @functools.cache
-def _client(url: str) -> redis.Redis:
+def _client(url: str) -> redis.Redis | RedisCluster:
     """One connection per Valkey for the whole run: a mint is then one short
-    command, not a connection (they block the event loop of the test)."""
+    command, not a connection (they block the event loop of the test). A cluster
+    URL (``redis+cluster://``): redis-py's cluster client, one connection per node."""
+    cluster = cluster_url(url)
+    if cluster is not None:
+        return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster.nodes])
     return redis.Redis.from_url(url, single_connection_client=True)
 
 

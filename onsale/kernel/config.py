@@ -23,11 +23,21 @@ from onsale.kernel.config_payments import (
 from onsale.kernel.config_sessions import SecuritySettings, SessionSettings
 from onsale.kernel.config_waiting_room import WaitingRoomSettings
 from onsale.kernel.settings import ConfigError, Section, load, read, setting
+from onsale.kernel.valkey import cluster_url
 
 __all__ = ["CRASH_POINTS", "STRIPE_API", "ConfigError", "HoldDefaults", "Settings",
            "check_api_base", "is_loopback_api_host"]
 
 _ROLES = ("core", "worker", "edge", "cdc", "seatmap", "dev")
+
+
+def redis_url(name: str, raw: str) -> str:
+    """REDIS_URL as given; a cluster URL must name its nodes as ``host:port``."""
+    try:
+        cluster_url(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    return raw
 
 
 @dataclass(frozen=True)
@@ -54,8 +64,14 @@ class ServiceSettings(Section):
         "session_unavailable`), its gate reads admission revocations there and it publishes "
         "its health for the admission controller; without it core still checks token "
         "signatures, then answers every admitted request `503 admission_unavailable` (fail "
-        "closed). `onsale dev` starts an embedded Valkey and sets it when unset.",
-        env="REDIS_URL", range_doc="`redis://host:6379/0`")
+        "closed). `onsale dev` starts an embedded Valkey and sets it when unset (`onsale dev "
+        "--valkey-cluster`: a Valkey Cluster of three primaries). A `redis+cluster://` URL "
+        "names a Valkey/Redis Cluster: every client is then redis-py's cluster client, with "
+        "the same bounds ([scaling.md](scaling.md#valkey-cluster)).",
+        env="REDIS_URL", parse=redis_url,
+        range_doc="`redis://host:6379/0` (one server; `rediss://` with TLS); or "
+        "`redis+cluster://host1:6379,host2:6379` (a cluster, `rediss+cluster://` with TLS: "
+        "its startup nodes, each `host:port`, database 0 only)")
     secret_key: str = setting(
         "",
         "Signs the session cookie (itsdangerous, salt `onsale.session.v2`). Every core, edge "

@@ -11,7 +11,9 @@ went away and once that it came back: no line per request.
 ``request_redis`` builds the Redis client of the request path: short socket,
 connect and pool waits, no retries, every command and pipeline through the
 dependency. ``background_redis`` is for loops that block on purpose (XREAD,
-XREADGROUP) or move large replies: no breaker, a finite socket timeout.
+XREADGROUP) or move large replies: no breaker, a finite socket timeout. Both give
+redis-py's cluster client, with the same bounds, when the URL names a Valkey Cluster
+(``redis+cluster://``, ``kernel.valkey``); a plain URL gives the plain client.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from typing import Any, TypeVar
 import redis.exceptions
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from onsale.kernel.breaker import Breaker, Change, State
 from onsale.kernel.config import Settings
+from onsale.kernel.valkey import RedisClient, cluster_url
 
 log = logging.getLogger("onsale.dependency")
 T = TypeVar("T")
@@ -48,6 +52,13 @@ class DependencyUnavailable(Exception):
         super().__init__(f"{name}: {detail}")
         self.name = name
         self.detail = detail
+
+
+# A cluster is also down when it says so (CLUSTERDOWN, during a failover) or when no
+# node serves a slot; GuardedRedisCluster turns "no startup node answers" into a
+# ConnectionError.
+CLUSTER_OUTAGES = (*REDIS_OUTAGES, redis.exceptions.ClusterDownError,
+                   redis.exceptions.SlotNotCoveredError)
 
 
 class RedisUnavailable(DependencyUnavailable, redis.exceptions.ConnectionError):
@@ -197,25 +208,100 @@ class GuardedRedis(Redis):
         return pipe
 
 
+class GuardedClusterPipeline(ClusterPipeline):
+    guard: Dependency
+
+    async def initialize(self) -> ClusterPipeline:
+        """Entering the pipeline discovers the cluster's slots if the client has not yet
+        (its first use): through the guard too, so a cluster that is down fails this
+        as any call, bounded, with the breaker told."""
+        if getattr(self.cluster_client, "_initialize", True):
+            client = self.cluster_client
+            await self.guard.run(client.initialize)
+        return await super().initialize()
+
+    async def execute(self, raise_on_error: bool = True,
+                      allow_redirections: bool = True) -> list[Any]:
+        parent = super().execute
+        result: list[Any] = await self.guard.run(
+            lambda: parent(raise_on_error, allow_redirections))
+        return result
+
+
+class GuardedRedisCluster(RedisCluster):
+    """``GuardedRedis`` for a cluster: every command (the slot map's discovery on first
+    use included) and every pipeline through ``guard``."""
+
+    guard: Dependency
+
+    async def initialize(self, *args: Any, **kwargs: Any) -> RedisCluster:
+        """Discovering the slots (first use, or after a node went away): when no
+        startup node answers, redis-py says so with a ``RedisClusterException``, which
+        also means a programming error elsewhere; here it is the outage it is."""
+        try:
+            return await super().initialize(*args, **kwargs)
+        except redis.exceptions.RedisClusterException as exc:
+            if isinstance(exc, redis.exceptions.SlotNotCoveredError):
+                raise
+            raise redis.exceptions.ConnectionError(str(exc)) from exc
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        parent = super().execute_command
+        return await self.guard.run(lambda: parent(*args, **kwargs))
+
+    def pipeline(self, transaction: Any | None = None,
+                 shard_hint: Any | None = None) -> GuardedClusterPipeline:
+        if shard_hint:
+            raise ValueError("a cluster pipeline takes no shard_hint")
+        # As RedisCluster.pipeline builds its own: the "abstract" attribute is a slot
+        # redis-py's stubs declare on a base class and the client sets.
+        pipe = GuardedClusterPipeline(self, transaction)  # type: ignore[abstract]
+        pipe.guard = self.guard
+        return pipe
+
+
+# What request_redis returns: a plain or a cluster client, each guarded.
+GuardedClient = GuardedRedis | GuardedRedisCluster
+
+
 def request_redis(url: str, *, timeout: float = 0.25, pool_wait: float = 0.5,
                   backoff: float = 0.5, max_backoff: float = 2.0, max_connections: int = 64,
-                  name: str = "Redis") -> GuardedRedis:
+                  name: str = "Redis") -> GuardedClient:
     """The request path's client. ``timeout`` bounds the connect and each read or
     write (and, twice over, the whole call once it has a connection); ``pool_wait``
     how long a call waits for one of the ``max_connections``. redis-py's own
-    retries are off: the breaker decides when to try again."""
+    retries are off: the breaker decides when to try again.
+
+    For a cluster URL: redis-py's cluster client with the same socket bounds and no
+    retries (redirections after a slot moved are still followed), at most
+    ``max_connections`` to each node; the dependency's ``max_connections`` slots
+    (waited for up to ``pool_wait``) bound the calls in flight, so a call never finds
+    a node's connections all taken (the cluster client would fail at once, not
+    wait)."""
+    cluster = cluster_url(url)
+    guard = Dependency(
+        f"{name} at {redacted(url)}", timeout=2 * timeout,
+        breaker=Breaker(backoff=backoff, max_backoff=max_backoff), error=RedisUnavailable,
+        outages=REDIS_OUTAGES if cluster is None else CLUSTER_OUTAGES,
+        slots=max_connections, queue_wait=pool_wait)
+    if cluster is not None:
+        nodes = [ClusterNode(host, port) for host, port in cluster.nodes[1:]]
+        guarded = GuardedRedisCluster.from_url(
+            cluster.url, startup_nodes=nodes, max_connections=max_connections,
+            socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0))
+        assert isinstance(guarded, GuardedRedisCluster)
+        guarded.guard = guard
+        return guarded
     pool = BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=pool_wait, socket_timeout=timeout,
         socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
     client = GuardedRedis(connection_pool=pool)
-    client.guard = Dependency(
-        f"{name} at {redacted(url)}", timeout=2 * timeout,
-        breaker=Breaker(backoff=backoff, max_backoff=max_backoff), error=RedisUnavailable,
-        slots=max_connections, queue_wait=pool_wait)
+    client.guard = guard
     return client
 
 
-def request_redis_for(settings: Settings, name: str = "Redis") -> GuardedRedis:
+def request_redis_for(settings: Settings, name: str = "Redis") -> GuardedClient:
     """``request_redis`` for REDIS_URL with the ONSALE_REDIS_TIMEOUT,
     ONSALE_REDIS_POOL_WAIT and ONSALE_DEPENDENCY_BACKOFF* settings."""
     if not settings.redis_url:
@@ -226,9 +312,19 @@ def request_redis_for(settings: Settings, name: str = "Redis") -> GuardedRedis:
                          max_backoff=settings.dependency_backoff_max, name=name)
 
 
+BACKGROUND_CONNECTIONS = 10_000  # a cluster client's per node; blocked XREADs each hold one
+
+
 def background_redis(url: str, *, socket_timeout: float = 30.0,
-                     connect_timeout: float = 5.0) -> Redis:
-    """Background loops: blocking reads and large replies, a finite wait all the same."""
+                     connect_timeout: float = 5.0) -> RedisClient:
+    """Background loops: blocking reads and large replies, a finite wait all the same.
+    A cluster URL gives the cluster client, with redis-py's retries."""
+    cluster = cluster_url(url)
+    if cluster is not None:
+        nodes = [ClusterNode(host, port) for host, port in cluster.nodes[1:]]
+        return RedisCluster.from_url(
+            cluster.url, startup_nodes=nodes, max_connections=BACKGROUND_CONNECTIONS,
+            socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout)
     client: Redis = Redis.from_url(url, socket_timeout=socket_timeout,
                                    socket_connect_timeout=connect_timeout)
     return client

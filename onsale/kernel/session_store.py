@@ -21,9 +21,8 @@ import time
 import uuid
 from typing import Any, Protocol
 
-from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from onsale.kernel.valkey import RedisClient
+from onsale.kernel.valkey import run_scripts as run_scripts  # core's sign-in throttle uses it
 
 # KEYS: record, index. ARGV: session id, now (ms), ttl (ms).
 CREATE_LUA = """
@@ -85,24 +84,6 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-async def run_scripts(redis: Redis, calls: list[tuple[AsyncScript, list[str], list[Any]]]
-                      ) -> list[Any]:
-    """Several scripts in one round trip (a pipeline of EVALSHA). redis-py's
-    own script pipelining asks SCRIPT EXISTS first, a second round trip on
-    every call; here the scripts are loaded only after Valkey says it lost them."""
-    for _ in range(2):
-        try:
-            async with redis.pipeline(transaction=False) as pipe:
-                for script, keys, args in calls:
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-                result: list[Any] = await pipe.execute()
-                return result
-        except NoScriptError:
-            for script, _keys, _args in calls:
-                await redis.script_load(script.script)
-    raise NoScriptError("the scripts could not be loaded")
-
-
 class Store(Protocol):
     """What ``kernel.sessions.Sessions`` needs of a store (tests use a dict)."""
 
@@ -119,7 +100,7 @@ class Store(Protocol):
 class SessionStore:
     """A thin adapter: the commands and scripts above, nothing decided here."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: RedisClient) -> None:
         self.redis = redis
         self._create = redis.register_script(CREATE_LUA)
         self._revoke = redis.register_script(REVOKE_LUA)

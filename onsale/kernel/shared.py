@@ -15,7 +15,7 @@ from onsale.kernel.admin_throttle import AdminThrottle
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
     from onsale.kernel.db import Database
-    from onsale.kernel.dependency import GuardedRedis
+    from onsale.kernel.dependency import GuardedClient
     from onsale.kernel.sessions import Sessions
 
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class Shared:
     settings: Settings
     db: Database | None          # None: no tier of this process reads the database
-    redis: GuardedRedis | None   # None: REDIS_URL unset, or no tier needs it
+    redis: GuardedClient | None  # None: REDIS_URL unset, or no tier needs it
     sessions: Sessions           # its store is Redis: without one it answers 503
     # Failed operator-token attempts per address (kernel.auth.require_admin).
     admin_throttle: AdminThrottle = field(default_factory=AdminThrottle)

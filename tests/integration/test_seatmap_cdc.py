@@ -10,7 +10,7 @@ from typing import Any
 import redis.asyncio
 
 from onsale.embedded import EmbeddedValkey
-from onsale.seatmap.bus import META, VERSIONS, Bus, snap_key
+from onsale.seatmap.bus import EVENTS, META, Bus, snap_key
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.pgoutput import parse_lsn
 from onsale.seatmap.snapshot import decode
@@ -132,7 +132,7 @@ async def test_redis_loss_means_a_rebuild_and_a_new_generation(
     async with consumer(db_url, valkey.url, settings) as c:
         await eventually(lambda: caught_up(conn, redis_client, event_id))
         old = await redis_client.hget(META, "generation")
-        await redis_client.delete(VERSIONS, META)  # Redis lost the seat maps
+        await redis_client.delete(EVENTS, META)  # Redis lost the seat maps
         for _ in range(5):
             await writer.step(conn)
         # The next publish is fenced off; the consumer starts over and rebuilds.

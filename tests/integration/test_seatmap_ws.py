@@ -18,7 +18,7 @@ from prometheus_client import generate_latest
 from onsale.compose import Tiers, app_for
 from onsale.embedded import EmbeddedValkey
 from onsale.kernel.problems import Problem
-from onsale.seatmap.bus import META, VERSIONS, Bus
+from onsale.seatmap.bus import EVENTS, META, Bus
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.pgoutput import format_lsn
 from onsale.seatmap.routes import allow_all
@@ -316,7 +316,7 @@ async def test_a_rebuild_tells_every_client_to_reload(
         await eventually(lambda: latest(redis_client, conn, event_id))
         async with Viewer(address, event_id) as viewer:
             await eventually(lambda: _got_snapshot(viewer))
-            await redis_client.delete(META, VERSIONS)  # Redis lost the seat maps
+            await redis_client.delete(META, EVENTS)  # Redis lost the seat maps
             await writer.step(conn)
             await eventually(lambda: _closed(viewer))
         assert viewer.reloads == ["rebuild"] and viewer.close_code == 4000
