@@ -135,14 +135,41 @@ async def _shard_list(url: str) -> list[dict[str, Any]]:
         await conn.close()
 
 
-async def _audit(url: str) -> int:
+async def _audit(url: str, only: int | None = None) -> int:
+    """Every shard's checks, each in its own snapshot: the directory's database (shard
+    1, when it is one), then each listed shard; ``only``: that shard alone."""
     conn = await _connect(url)
     try:
-        results = await run_audit(conn)
+        listed = await conn.fetch("SELECT shard_id, dsn FROM shards ORDER BY shard_id")
+        targets = [(r["shard_id"], r["dsn"]) for r in listed] or [(1, "")]
+        if only is not None:
+            targets = [t for t in targets if t[0] == only]
+            if not targets:
+                raise ValueError(f"no shard {only} (onsale shard list)")
+        reports = []
+        for shard_id, dsn in targets:
+            if not dsn:
+                reports.append((shard_id, await run_audit(conn)))
+                continue
+            other = await _connect(dsn)
+            try:
+                reports.append((shard_id, await run_audit(other)))
+            finally:
+                await other.close()
     finally:
         await conn.close()
-    print(format_report(results))
-    return 1 if violations(results) else 0
+    if len(listed) <= 1:  # one database: the report as it always was
+        print(format_report(reports[0][1]))
+        return 1 if violations(reports[0][1]) else 0
+    found = 0
+    for shard_id, results in reports:
+        print(f"== shard {shard_id}")
+        print(format_report(results))
+        found += violations(results)
+    names = ", ".join(str(s) for s, _ in reports)
+    print(f"audit: {found} violation(s) on shards {names}" if found
+          else f"audit: no violations on shards {names}")
+    return 1 if found else 0
 
 
 async def _seed(url: str, seats: int) -> tuple[int, bool]:
@@ -364,7 +391,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     """Exit 0: no violation; 1: violations printed; 2: could not run the checks."""
     try:
         with database_url() as url:
-            return asyncio.run(_audit(url))
+            return asyncio.run(_audit(url, args.shard))
     except Exception as exc:  # anything but a finished audit: exit 2, never 1
         print(f"onsale audit: could not run the checks: {exc}", file=sys.stderr)
         return 2
@@ -443,8 +470,10 @@ def parser() -> argparse.ArgumentParser:
                    help="run the payment provider simulator (onsale psp --help)")
     sub.add_parser("migrate", help="apply pending migrations and changed SQL functions"
                    ).set_defaults(func=cmd_migrate)
-    sub.add_parser("audit", help="check the invariants; exit 1 on any violation").set_defaults(
-        func=cmd_audit)
+    audit = sub.add_parser("audit", help="check the invariants on every shard; exit 1 on any "
+                           "violation")
+    audit.add_argument("--shard", type=int, default=None, help="that shard alone")
+    audit.set_defaults(func=cmd_audit)
 
     shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
     shard_sub = shard.add_subparsers(dest="shard_command", required=True)

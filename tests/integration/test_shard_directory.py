@@ -243,3 +243,36 @@ async def test_a_process_routes_by_cached_placement_and_hears_of_changes(
             assert (unknown.value.status, unknown.value.code) == (404, "order_not_found")
     finally:
         await pool.close()
+
+
+async def test_audit_runs_on_every_shard_and_names_the_one_that_fails(
+        db_url: str, second_server: EmbeddedPostgres) -> None:
+    dsn = await _empty_db(second_server)
+    assert _onsale("shard", "add", dsn, url=db_url).returncode == 0
+    clean = _onsale("audit", url=db_url)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "== shard 1" in clean.stdout and "== shard 2" in clean.stdout
+    assert clean.stdout.rstrip().endswith("audit: no violations on shards 1, 2")
+
+    # A confirmed hold whose seat was never sold, on shard 2 only.
+    shard = await _connect(dsn)
+    try:
+        event_id = await _event(shard, "Broken")
+        await shard.execute(
+            "INSERT INTO holds (hold_id, event_id, account_id, idempotency_key, status,"
+            " seat_ids, seats, seat_count, amount_minor, currency, expires_at)"
+            " VALUES (onsale_new_id(), $1, $2, 'k', 'CONFIRMED', '{1}', '[]', 1, 100, 'EUR',"
+            " now())", event_id, uuid.uuid4())
+    finally:
+        await shard.close()
+    dirty = _onsale("audit", url=db_url)
+    assert dirty.returncode == 1
+    two = dirty.stdout.split("== shard 2")[1]
+    assert "FAIL confirmed_holds_agree_with_their_seats (1)" in two
+    assert "FAIL" not in dirty.stdout.split("== shard 2")[0]
+    last = dirty.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("audit: ") and last.endswith(" violation(s) on shards 1, 2")
+    assert _onsale("audit", "--shard", "1", url=db_url).returncode == 0
+    assert _onsale("audit", "--shard", "2", url=db_url).returncode == 1
+    missing = _onsale("audit", "--shard", "9", url=db_url)
+    assert missing.returncode == 2 and "no shard 9" in missing.stderr
