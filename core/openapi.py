@@ -161,8 +161,10 @@ PATHS: dict[str, dict[str, Any]] = {
     "/metrics": {"get": {"summary": "Prometheus metrics",
                          "responses": {"200": {"description": "text/plain exposition"}}}},
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},
-    "/readyz": {"get": {"summary": "Readiness (database reachable)",
-                        "responses": {"200": {"description": "ready"},
+    "/readyz": {"get": {"summary": "Readiness (the directory's database reachable; "
+                                   "each other shard reported)",
+                        "responses": {"200": {"description": "ready, or degraded: a shard "
+                                                             "does not answer"},
                                       "503": problem("inventory_unavailable")}}},
     "/openapi.json": {"get": {"summary": "This document",
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},

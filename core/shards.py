@@ -17,7 +17,7 @@ from typing import Any
 from onsale.core.shard_directory import load_placement
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
-from onsale.kernel.placement import Placement
+from onsale.kernel.placement import Placement, ShardRow
 from onsale.kernel.problems import Problem
 
 log = logging.getLogger("onsale.shards")
@@ -77,6 +77,23 @@ class ShardSet:
         self.placement = placement
 
 
+async def shard_readiness(shards: ShardSet) -> dict[str, str]:
+    """Each shard's answer to ``SELECT 1``: "ok", or "unavailable" (its breaker open,
+    no connection, or no answer within the request bounds)."""
+
+    async def one(db: Database) -> str:
+        try:
+            async with db.connection() as conn:
+                await conn.fetchval("SELECT 1")
+        except Problem:
+            return "unavailable"
+        return "ok"
+
+    ids = sorted(shards.pools)
+    answers = await asyncio.gather(*(one(shards.pools[i]) for i in ids))
+    return {str(i): a for i, a in zip(ids, answers, strict=True)}
+
+
 async def open_shard(settings: Settings, dsn: str,
                      stack: contextlib.AsyncExitStack) -> Database:
     """A request-path pool on another shard, bounded as the directory's is."""
@@ -91,8 +108,11 @@ async def running_shards(settings: Settings, directory: Database) -> AsyncIterat
     """The process's shards, kept current: a listener on the directory for placement
     changes, and a full reload every 30 s in case a notification was missed."""
     async with contextlib.AsyncExitStack() as stack:
-        shards = ShardSet(directory, Placement({}), {1: directory})
-        await shards.refresh(settings, stack)
+        shards = ShardSet(directory, Placement({1: ShardRow(1, "")}), {1: directory})
+        try:
+            await shards.refresh(settings, stack)
+        except Exception:  # the directory is down at start: shard 1 alone until it answers
+            log.warning("cannot read the shard list yet", exc_info=True)
         changed = asyncio.Event()
 
         def notified(*_: Any) -> None:

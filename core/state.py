@@ -13,6 +13,7 @@ from onsale.core.ga_batch import GABatcher
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
+from onsale.core.shards import ShardSet
 from onsale.core.signin_throttle import SigninThrottle
 from onsale.core.venues import VenueLayouts
 from onsale.kernel.config import Settings
@@ -62,6 +63,9 @@ class CoreState:
     venues: VenueLayouts | None = None
     # onsale dev: the background loops' own pool (background statement timeout)
     background_pool: asyncpg.Pool | None = None
+    # The shards and the cached placement (docs/scaling.md#shards-and-the-directory);
+    # None where the API does not run (a worker).
+    shards: ShardSet | None = None
 
 
 def core_state(connection: HTTPConnection) -> CoreState:

@@ -24,6 +24,7 @@ from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
 from onsale.core.reconciler import run_reconciler
+from onsale.core.shards import running_shards, shard_readiness
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState, core_state
 from onsale.core.stripe_provider import StripeProvider
@@ -38,9 +39,17 @@ from onsale.kernel.valkey import RedisClient
 
 
 async def readyz(request: Request) -> Response:
-    async with core_state(request).db.connection() as conn:
+    """Ready while the directory answers; each other shard is reported, and one that
+    does not answer leaves the process ready for the events of the others
+    (docs/scaling.md#a-shard-that-is-down)."""
+    state = core_state(request)
+    async with state.db.connection() as conn:
         await conn.fetchval("SELECT 1")
-    return JSONResponse({"status": "ready"})
+    if state.shards is None or len(state.shards.pools) == 1:
+        return JSONResponse({"status": "ready"})
+    report = await shard_readiness(state.shards)
+    status = "ready" if all(v == "ok" for v in report.values()) else "degraded"
+    return JSONResponse({"status": status, "shards": report})
 
 
 def core_routes() -> list[BaseRoute]:
@@ -101,6 +110,8 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
         if background and settings.redis_url is not None:
             bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
             stack.push_async_callback(bulk.aclose)
+        shards = (await stack.enter_async_context(running_shards(settings, db))
+                  if api else None)
         state = CoreState(
             settings, db, metrics, admission,
             SigninThrottle(signin_limits(settings), shared.redis if api else None,
@@ -109,7 +120,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             ga_batcher=GABatcher(db, metrics, max_batch=settings.ga_batch_max,
                                  inflight=settings.ga_batch_inflight)
             if api and settings.ga_batch_max > 1 else None,
-            venues=venues, background_pool=background_pool)
+            venues=venues, background_pool=background_pool, shards=shards)
         tasks: list[asyncio.Task[None]] = []
         stack.push_async_callback(stop_background, tasks)
         if api and shared.redis is not None:

@@ -276,3 +276,39 @@ async def test_audit_runs_on_every_shard_and_names_the_one_that_fails(
     assert _onsale("audit", "--shard", "2", url=db_url).returncode == 1
     missing = _onsale("audit", "--shard", "9", url=db_url)
     assert missing.returncode == 2 and "no shard 9" in missing.stderr
+
+
+async def test_readiness_reports_each_shard_and_a_down_one_leaves_the_process_ready(
+        db_url: str, directory: Any) -> None:
+    """Shard 2 on a server of its own, stopped: /readyz stays 200, says degraded and
+    names shard 2; the directory's own shard answers."""
+    import dataclasses
+
+    import httpx
+
+    from onsale.compose import Tiers, app_for
+    from onsale.kernel.config import Settings
+
+    base = Path(tempfile.mkdtemp(prefix="onsale-test-shard-down-"))
+    server = start_postgres(base / "data", fast=True)
+    try:
+        dsn = await _empty_db(server)
+        await add_shard(directory, dsn, _connect)
+        settings = dataclasses.replace(
+            Settings(database_url=db_url, secret_key="s" * 32, admin_token="a" * 32),
+            db_pool_min=0, db_request_timeout_ms=300, db_acquire_timeout=0.5)
+        app = app_for(Tiers(core=True), settings)
+        transport = httpx.ASGITransport(app=app)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                up = await client.get("/readyz")
+                assert up.status_code == 200
+                assert up.json() == {"status": "ready", "shards": {"1": "ok", "2": "ok"}}
+                server.stop()
+                down = await client.get("/readyz")
+                assert down.status_code == 200
+                assert down.json() == {"status": "degraded",
+                                       "shards": {"1": "ok", "2": "unavailable"}}
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
