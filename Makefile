@@ -17,7 +17,7 @@ test: $(VENV)/.installed lint test-js
 TIERS := core edge seatmap web psp
 
 lint: $(VENV)/.installed lint-js
-	$(BIN)/ruff check onsale $(TIERS) tests bench e2e
+	$(BIN)/ruff check onsale $(TIERS) tests bench e2e scripts
 	@rm -rf .typecheck && mkdir -p .typecheck
 	@for src in onsale $(TIERS:%=onsale/%); do dst=.typecheck/$$src; [ $$src = onsale ] || src=$${src#onsale/}; \
 	  cp -al $$src $$dst 2>/dev/null || cp -a $$src $$dst; done

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from onsale.core.sweeper import sweep_once
-from tests.conftest import Api, audit_clean, hold
+from tests.conftest import Api, asyncpg_connect, audit_clean, hold
 
 
 async def _hold_in_db(conn: Any, event_id: int, account: uuid.UUID, seats: list[int]) -> Any:
@@ -196,4 +196,72 @@ async def test_a_sweep_of_an_old_hold_leaves_the_newer_expired_hold_alone(
         "SELECT seat_id, hold_id FROM hold_releases WHERE reason = 'expired' AND event_id = $1",
         event_id)}
     assert releases == {1: new_id, 2: old_id}
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize(("offset", "released"), [("0", 2), ("1 microsecond", 0)])
+@pytest.mark.parametrize("expiry", ["message", "sweep"])
+async def test_an_expiry_at_the_exact_deadline_releases_and_not_before(
+        api: Api, conn: Any, expiry: str, offset: str, released: int) -> None:
+    """now() is fixed inside a transaction: at a deadline of exactly now() the hold is
+    over (the claim predicate's boundary) and the late message or the sweep releases
+    its seats; one microsecond before it, neither touches them."""
+    event_id = await api.create_event(seats=5)
+    hold_id = uuid.UUID((await _hold_in_db(conn, event_id, await api.account(conn), [1, 2]))
+                        ["body"]["hold_id"])
+    async with conn.transaction():
+        await conn.execute("UPDATE holds SET expires_at = now() + $2::text::interval "
+                           "WHERE hold_id = $1", hold_id, offset)
+        await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() + "
+                           "$2::text::interval WHERE hold_id = $1", hold_id, offset)
+        if expiry == "message":
+            assert await conn.fetchval("SELECT onsale_expire_hold($1)", hold_id) == released
+        else:
+            swept = await conn.fetchrow("SELECT * FROM onsale_sweep(10)")
+            assert (swept["holds_expired"], swept["seats_released"]) == (released // 2,
+                                                                         released)
+        status = await conn.fetchval("SELECT status FROM holds WHERE hold_id = $1", hold_id)
+        assert status == ("EXPIRED" if released else "HELD")
+        seats = {r["status"] for r in await conn.fetch(
+            "SELECT status FROM seat_inventory WHERE event_id = $1 AND seat_id IN (1, 2)",
+            event_id)}
+        assert seats == ({"AVAILABLE"} if released else {"HELD"})
+    await audit_clean(conn)
+
+
+async def test_a_sweep_skips_seats_a_shopper_has_locked_and_ends_their_hold_later(
+        api: Api, conn: Any, db_url: str) -> None:
+    """The sweep never waits for a shopper (SKIP LOCKED): a seat locked by another
+    transaction (a hold attempt claiming it, say) stays HELD under its expired hold,
+    so that hold is not ended yet (it still owns a seat: ``NOT EXISTS`` in the
+    sweep's last step); a later sweep ends it. Ending it now would leave a HELD seat
+    under an EXPIRED hold, which no sweep would ever pick up again."""
+    event_id = await api.create_event(seats=5)
+    pair = uuid.UUID((await _hold_in_db(conn, event_id, await api.account(conn), [1, 2]))
+                     ["body"]["hold_id"])
+    single = uuid.UUID((await _hold_in_db(conn, event_id, await api.account(conn), [3]))
+                       ["body"]["hold_id"])
+    await _expire(conn, pair, "2 s")
+    await _expire(conn, single, "1 s")
+    async with asyncpg_connect(db_url) as shopper:
+        locking = shopper.transaction()
+        await locking.start()
+        await shopper.execute("SELECT 1 FROM seat_inventory WHERE event_id = $1 "
+                              "AND seat_id IN (2, 3) FOR UPDATE", event_id)
+        await conn.execute("SET lock_timeout = '2s'")  # it must not wait: fail, not hang
+        first = await conn.fetchrow("SELECT * FROM onsale_sweep(10)")
+        await conn.execute("RESET lock_timeout")
+        assert (first["holds_expired"], first["seats_released"]) == (0, 1)  # seat 1
+        statuses = {r["hold_id"]: r["status"] for r in await conn.fetch(
+            "SELECT hold_id, status FROM holds WHERE event_id = $1", event_id)}
+        assert statuses == {pair: "HELD", single: "HELD"}
+        assert [(s["status"], s["hold_id"]) for s in
+                [await _seat(conn, event_id, n) for n in (1, 2, 3)]] == \
+            [("AVAILABLE", None), ("HELD", pair), ("HELD", single)]
+        await locking.rollback()
+    await audit_clean(conn)
+    second = await conn.fetchrow("SELECT * FROM onsale_sweep(10)")
+    assert (second["holds_expired"], second["seats_released"]) == (2, 2)
+    assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1 "
+                               "AND status = 'EXPIRED'", event_id) == 2
     await audit_clean(conn)

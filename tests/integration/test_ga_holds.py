@@ -293,6 +293,23 @@ async def test_the_quota_plane_refills_a_stripe_that_ran_dry(api: Api, conn: Any
     await audit_clean(conn)
 
 
+async def test_the_quota_plane_leaves_uneven_stripes_that_can_still_serve_a_hold(
+        api: Api, conn: Any) -> None:
+    """Only a stripe run dry (fewer than a hold may take) makes a pass move places: an
+    operator's forced rebalance is not the loop's default."""
+    from onsale.core.ga_quota import rebalance_all
+
+    event_id = await ga_event(api, floor(capacity=40, stripes=2, max_per_hold=4),
+                              max_tickets_per_account=10)
+    async with api.client(await api.account(conn)) as c:
+        assert (await take(c, event_id, 4)).status_code == 201
+    before = await stripes(conn, event_id)
+    assert sorted(s["available"] for s in before) == [16, 20]
+    assert await rebalance_all(conn, Metrics()) == 0
+    assert await stripes(conn, event_id) == before
+    await audit_clean(conn)
+
+
 async def test_a_rebalance_plan_must_pair_distinct_stripes_and_sum_to_zero(
         api: Api, conn: Any) -> None:
     import asyncpg

@@ -92,6 +92,9 @@ def test_a_retired_stripe_between_active_ones_gets_nothing() -> None:
 def test_an_empty_retired_stripe_needs_no_move() -> None:
     stripes = [Stripe(0, True, 5), Stripe(1, True, 5), Stripe(2, False, 0)]
     assert plan_rebalance(stripes, low_water=3) == {}
+    # Nor does it make uneven active stripes that can still serve a hold move.
+    stripes = [Stripe(0, True, 40), Stripe(1, True, 4), Stripe(2, False, 0)]
+    assert plan_rebalance(stripes, low_water=4) == {}
 
 
 def test_force_evens_out_whatever_the_cause() -> None:

@@ -220,6 +220,16 @@ def test_digest_is_stable() -> None:
     assert digest(body) == digest(dict(body))
 
 
+def test_digest_is_the_same_across_releases() -> None:
+    """The digest is stored with each idempotency record (24 h): a release that
+    computed it differently (another key order, another layout) would answer a retry
+    across the deploy with idempotency_conflict instead of its replay."""
+    assert digest({"seat_ids": [2, 1]}) == \
+        "ff4162da9510eb44405773f70c11d383aefa018e63c4245a0adff94b6c717ddc"
+    assert digest({"ga": {"tier_id": 1, "quantity": 2}}) == \
+        "67add384d1bd0d55b2aa5e11765b921bc7f3dac7ebb09964e48e6657f6a82f37"
+
+
 def test_best_available_defaults_have_the_same_meaning() -> None:
     implicit = digest({"best_available": {"quantity": 2}})
     explicit = digest({"best_available": {"quantity": 2, "section": None, "together": False}})

@@ -1,0 +1,332 @@
+"""The payment paths no other test took (issue 22, part 5), on onsale_checkout_begin and
+onsale_payment_apply directly, for seats and GA places alike: a decline before and
+after the hold's deadline, a provider that never authorized, a void that fails, answers
+delivered twice, an UNKNOWN after the capture, a capture that definitively failed, and
+the checkout's own boundaries (the ticket limit, the time left to pay). Each one kills a
+plausible one-line slip that every other test let through (scripts/mutants.py); each
+ends with the audit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tests.conftest import Api, audit_clean
+from tests.integration.test_ga_holds import floor, ga_event
+
+
+@dataclass
+class Paying:
+    event_id: int
+    account: uuid.UUID
+    hold_id: uuid.UUID
+    order_id: uuid.UUID
+    operation_id: uuid.UUID
+    ga: bool
+
+
+async def _begin(conn: Any, hold_id: uuid.UUID, account: uuid.UUID,
+                 min_remaining: int = 0) -> Any:
+    return await conn.fetchrow(
+        "SELECT * FROM onsale_checkout_begin($1, $2, $3, 'd', 'card_4242', 600, $4, 30)",
+        hold_id, account, uuid.uuid4().hex, min_remaining)
+
+
+async def paying(api: Api, conn: Any, *, ga: bool = False) -> Paying:
+    """A hold of seats 1 and 2 (or of 2 GA places on a one-stripe tier of 10) in
+    payment: its checkout begun, the authorization not answered yet."""
+    account = await api.account(conn)
+    if ga:
+        event_id = await ga_event(api, floor(capacity=10, stripes=1), seats=0)
+        row = await conn.fetchrow(
+            "SELECT * FROM onsale_ga_hold($1, $2, 'k', 'd', 1::smallint, 2, false)",
+            event_id, account)
+    else:
+        event_id = await api.create_event(seats=10)
+        row = await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k', 'd', $3)",
+                                  event_id, account, [1, 2])
+    assert row["status_code"] == 201, dict(row)
+    hold_id = uuid.UUID(row["body"]["hold_id"])
+    begun = await _begin(conn, hold_id, account)
+    return Paying(event_id, account, hold_id, begun["order_id"], begun["operation_id"], ga)
+
+
+async def apply(conn: Any, operation_id: uuid.UUID, outcome: str, ref: str | None = "pi_1",
+                failure: str | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = await conn.fetchval(
+        "SELECT onsale_payment_apply($1, $2, $3, $4, NULL, 'test', 5)",
+        operation_id, outcome, ref, failure)
+    return result
+
+
+async def past_deadline(conn: Any, p: Paying) -> None:
+    """The hold's own deadline passed while its payment ran (its grace has not)."""
+    await conn.execute("UPDATE holds SET expires_at = now() - interval '1 second' "
+                       "WHERE hold_id = $1", p.hold_id)
+
+
+async def state(conn: Any, p: Paying) -> tuple[str, str, str, list[str]]:
+    """(hold status, order status, payment status, the seats' or places' statuses)."""
+    hold = await conn.fetchval("SELECT status FROM holds WHERE hold_id = $1", p.hold_id)
+    order = await conn.fetchrow("SELECT status, payment_status FROM orders WHERE order_id = $1",
+                                p.order_id)
+    if p.ga:  # one row per stripe, with its quantity: one status per place
+        rows = await conn.fetch("SELECT status FROM ga_hold_places, generate_series(1, quantity) "
+                                "WHERE hold_id = $1", p.hold_id)
+    else:
+        rows = await conn.fetch("SELECT status FROM seat_inventory WHERE event_id = $1 "
+                                "AND seat_id IN (1, 2) ORDER BY seat_id", p.event_id)
+    return hold, order["status"], order["payment_status"], [r["status"] for r in rows]
+
+
+async def releases(conn: Any, p: Paying) -> list[str]:
+    """The reason of each seat's (or place's) release."""
+    if p.ga:
+        rows = await conn.fetch("SELECT reason FROM ga_releases, generate_series(1, quantity) "
+                                "WHERE hold_id = $1", p.hold_id)
+    else:
+        rows = await conn.fetch("SELECT reason FROM hold_releases WHERE hold_id = $1", p.hold_id)
+    return sorted(r["reason"] for r in rows)
+
+
+async def available(conn: Any, p: Paying) -> int:
+    if p.ga:
+        n: int = await conn.fetchval("SELECT sum(available) FROM ga_buckets WHERE event_id = $1",
+                                     p.event_id)
+        return n
+    n = await conn.fetchval("SELECT count(*) FROM seat_inventory WHERE event_id = $1 "
+                            "AND status = 'AVAILABLE'", p.event_id)
+    return n
+
+
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_a_decline_before_the_deadline_returns_the_hold_for_another_card(
+        api: Api, conn: Any, ga: bool) -> None:
+    p = await paying(api, conn, ga=ga)
+    declined = await apply(conn, p.operation_id, "DECLINED", failure="card_declined")
+    assert (declined["applied"], declined["follow_up"]) == (True, None)
+    assert await state(conn, p) == ("HELD", "PENDING", "DECLINED", ["HELD", "HELD"])
+    if not ga:  # back under the hold's own deadline, not the grace
+        assert await conn.fetchval(
+            "SELECT count(*) FROM seat_inventory si JOIN holds h ON h.hold_id = si.hold_id "
+            "WHERE h.hold_id = $1 AND si.hold_expires_at = h.expires_at", p.hold_id) == 2
+    assert await releases(conn, p) == []
+    await audit_clean(conn)
+    again = await _begin(conn, p.hold_id, p.account)  # another card, the same order
+    assert again["order_id"] == p.order_id
+    sold = await apply(conn, again["operation_id"], "AUTHORIZED", "pi_2")
+    assert sold["order_status"] == "CONFIRMED"
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "AUTHORIZED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_a_decline_after_the_deadline_releases_the_hold(
+        api: Api, conn: Any, ga: bool) -> None:
+    """No time left for another card: the seats (places) go back, logged as a failed
+    payment, and the order fails as declined."""
+    p = await paying(api, conn, ga=ga)
+    await past_deadline(conn, p)
+    declined = await apply(conn, p.operation_id, "DECLINED", failure="card_declined")
+    assert declined["applied"] is True
+    free = ["RETURNED", "RETURNED"] if ga else ["AVAILABLE", "AVAILABLE"]
+    assert await state(conn, p) == ("EXPIRED", "FAILED", "DECLINED", free)
+    assert await available(conn, p) == 10
+    assert await releases(conn, p) == ["payment_failed", "payment_failed"]
+    assert await conn.fetchval("SELECT cancel_reason FROM orders WHERE order_id = $1",
+                               p.order_id) == "payment_declined"
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_no_authorization_releases_even_before_the_deadline(
+        api: Api, conn: Any, ga: bool) -> None:
+    """The provider has no authorization (the intent was cancelled, or never made):
+    unlike a decline, the shopper is not offered another card."""
+    p = await paying(api, conn, ga=ga)
+    result = await apply(conn, p.operation_id, "NO_AUTHORIZATION", failure="canceled")
+    assert result["applied"] is True
+    free = ["RETURNED", "RETURNED"] if ga else ["AVAILABLE", "AVAILABLE"]
+    assert await state(conn, p) == ("EXPIRED", "FAILED", "FAILED", free)
+    assert await conn.fetchval("SELECT cancel_reason FROM orders WHERE order_id = $1",
+                               p.order_id) == "payment_not_completed"
+    assert await available(conn, p) == 10
+    await audit_clean(conn)
+
+
+async def test_a_void_that_fails_releases_nothing_and_keeps_the_authorization_open(
+        api: Api, conn: Any) -> None:
+    """The reconciler gave up on a 3-D Secure payment and sent a void, which failed:
+    the authorization may still complete, so the seats stay in payment and the order
+    stays open; only a void the provider confirms ends them."""
+    p = await paying(api, conn)
+    await apply(conn, p.operation_id, "REQUIRES_ACTION")
+    void_id = await conn.fetchval("SELECT onsale_payment_abandon($1, 'pi_1')", p.operation_id)
+    failed = await apply(conn, void_id, "VOID_FAILED", failure="void_failed")
+    assert failed["applied"] is True
+    ops = {r["kind"]: (r["status"], r["failure_code"]) for r in await conn.fetch(
+        "SELECT kind, status, failure_code FROM payment_operations WHERE order_id = $1",
+        p.order_id)}
+    assert ops == {"AUTHORIZE": ("REQUIRES_ACTION", None), "VOID": ("FAILED", "void_failed")}
+    assert await state(conn, p) == ("PAYMENT_PENDING", "PENDING", "REQUIRES_ACTION",
+                                    ["PAYMENT_PENDING", "PAYMENT_PENDING"])
+    assert await releases(conn, p) == []
+    await audit_clean(conn)
+    # Delivered again: a definitive operation never changes.
+    again = await apply(conn, void_id, "VOIDED")
+    assert again["applied"] is False
+    assert await state(conn, p) == ("PAYMENT_PENDING", "PENDING", "REQUIRES_ACTION",
+                                    ["PAYMENT_PENDING", "PAYMENT_PENDING"])
+    await audit_clean(conn)
+
+
+async def test_a_confirmed_void_ends_the_open_authorization_and_frees_the_seats(
+        api: Api, conn: Any) -> None:
+    p = await paying(api, conn)
+    await apply(conn, p.operation_id, "REQUIRES_ACTION")
+    void_id = await conn.fetchval("SELECT onsale_payment_abandon($1, 'pi_1')", p.operation_id)
+    assert await conn.fetchval("SELECT onsale_payment_abandon($1, 'pi_1')",
+                               p.operation_id) == void_id  # the same void, not a second
+    voided = await apply(conn, void_id, "VOIDED")
+    assert voided["applied"] is True
+    assert await state(conn, p) == ("EXPIRED", "FAILED", "VOIDED", ["AVAILABLE", "AVAILABLE"])
+    assert await conn.fetchval("SELECT status FROM payment_operations WHERE operation_id = $1",
+                               p.operation_id) == "FAILED"
+    assert await releases(conn, p) == ["payment_failed", "payment_failed"]
+    # The authorization is no longer open: nothing left to abandon.
+    assert await conn.fetchval("SELECT onsale_payment_abandon($1, 'pi_1')",
+                               p.operation_id) is None
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("outcome", ["DECLINED", "AUTHORIZED", "REQUIRES_ACTION"])
+async def test_an_answer_delivered_twice_is_applied_once(
+        api: Api, conn: Any, outcome: str) -> None:
+    p = await paying(api, conn)
+    first = await apply(conn, p.operation_id, outcome)
+    before = await state(conn, p)
+    second = await apply(conn, p.operation_id, outcome)
+    assert (first["applied"], second["applied"]) == (True, False)
+    assert await state(conn, p) == before
+    events = await conn.fetchval("SELECT count(*) FROM payment_events WHERE operation_id = $1 "
+                                 "AND action = $2", p.operation_id, f"authorize:{outcome.lower()}")
+    assert events == 1
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_a_captured_payment_stays_captured_after_a_late_unknown(
+        api: Api, conn: Any, ga: bool) -> None:
+    p = await paying(api, conn, ga=ga)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    assert (await apply(conn, capture, "CAPTURED"))["payment_status"] == "CAPTURED"
+    late = await apply(conn, capture, "UNKNOWN", None)
+    assert (late["applied"], late["payment_status"]) == (False, "CAPTURED")
+    late = await apply(conn, p.operation_id, "UNKNOWN", None)
+    assert (late["applied"], late["payment_status"]) == (False, "CAPTURED")
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "CAPTURED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+async def test_an_unknown_before_the_capture_is_recorded_and_retried(
+        api: Api, conn: Any) -> None:
+    p = await paying(api, conn)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    unknown = await apply(conn, capture, "UNKNOWN", None)
+    assert (unknown["applied"], unknown["order_status"], unknown["payment_status"]) == \
+        (True, "CONFIRMED", "UNKNOWN")
+    row = await conn.fetchrow("SELECT status, attempts FROM payment_operations "
+                              "WHERE operation_id = $1", capture)
+    assert (row["status"], row["attempts"]) == ("UNKNOWN", 1)
+    assert (await apply(conn, capture, "CAPTURED"))["payment_status"] == "CAPTURED"
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_a_capture_that_definitively_failed_is_compensated(
+        api: Api, conn: Any, ga: bool) -> None:
+    p = await paying(api, conn, ga=ga)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    failed = await apply(conn, capture, "CAPTURE_FAILED", None, "expired_for_capture")
+    assert (failed["order_status"], failed["payment_status"]) == ("CANCELLED", "CAPTURE_FAILED")
+    free = ["RETURNED", "RETURNED"] if ga else ["AVAILABLE", "AVAILABLE"]
+    assert await state(conn, p) == ("RELEASED", "CANCELLED", "CAPTURE_FAILED", free)
+    assert await available(conn, p) == 10
+    assert await releases(conn, p) == ["compensated", "compensated"]
+    table = "ga_order_items" if ga else "order_items"
+    assert await conn.fetchval(f"SELECT bool_or(valid) FROM {table} WHERE order_id = $1",
+                               p.order_id) is False
+    # The capture's answer delivered again compensates nothing twice.
+    assert (await apply(conn, capture, "CAPTURE_FAILED"))["applied"] is False
+    assert await available(conn, p) == 10
+    await audit_clean(conn)
+
+
+async def test_checkout_of_a_hold_that_fills_the_limit_exactly(api: Api, conn: Any) -> None:
+    """The checkout counts the account's tickets again (its own hold included): exactly
+    the limit may be paid for."""
+    event_id = await api.create_event(seats=10, max_tickets_per_account=3)
+    account = await api.account(conn)
+    row = await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k', 'd', $3)",
+                              event_id, account, [1, 2, 3])
+    begun = await _begin(conn, uuid.UUID(row["body"]["hold_id"]), account)
+    assert begun["order_id"] is not None
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize(("left", "allowed"), [("30 seconds", True),
+                                               ("30 seconds - 1 microsecond", False)])
+async def test_checkout_needs_the_minimum_time_left_exactly(
+        api: Api, conn: Any, left: str, allowed: bool) -> None:
+    """now() is fixed inside a transaction: a hold with exactly the minimum time left
+    may start paying; a microsecond less is refused as expiring."""
+    event_id = await api.create_event(seats=10)
+    account = await api.account(conn)
+    row = await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k', 'd', $3)",
+                              event_id, account, [1])
+    hold_id = uuid.UUID(row["body"]["hold_id"])
+    async with conn.transaction():
+        await conn.execute("UPDATE holds SET expires_at = now() + $2::text::interval "
+                           "WHERE hold_id = $1", hold_id, left)
+        await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() + "
+                           "$2::text::interval WHERE hold_id = $1", hold_id, left)
+        if allowed:
+            assert (await _begin(conn, hold_id, account, 30))["order_id"] is not None
+        else:
+            with pytest.raises(asyncpg.PostgresError) as caught:
+                await _begin(conn, hold_id, account, 30)
+            exc: Any = caught.value
+            assert (exc.sqlstate, exc.args[0]) == ("OS409", "hold_expiring")
+            assert json.loads(exc.detail)["min_remaining_seconds"] == 30
+    await audit_clean(conn)
+
+
+async def test_only_an_open_authorization_is_abandoned_and_each_gets_its_own_void(
+        api: Api, conn: Any) -> None:
+    """The reconciler abandons an authorization still open past its grace (3-D Secure
+    never finished, or its outcome unknown): a VOID of its own, the same one when asked
+    again; a finished authorization, or a capture, is not abandoned."""
+    abandon = "SELECT onsale_payment_abandon($1, 'pi_1')"
+    first = await paying(api, conn)
+    await apply(conn, first.operation_id, "REQUIRES_ACTION")
+    first_void = await conn.fetchval(abandon, first.operation_id)
+    unknown = await paying(api, conn)
+    await apply(conn, unknown.operation_id, "UNKNOWN", None)
+    void = await conn.fetchval(abandon, unknown.operation_id)
+    assert void is not None and void != first_void
+    assert await conn.fetchval(abandon, unknown.operation_id) == void  # its own, again
+    sold = await paying(api, conn)
+    capture = uuid.UUID((await apply(conn, sold.operation_id, "AUTHORIZED"))
+                        ["follow_up"]["operation_id"])
+    assert await conn.fetchval(abandon, sold.operation_id) is None
+    assert await conn.fetchval(abandon, capture) is None
+    assert await conn.fetchval("SELECT count(*) FROM payment_operations WHERE kind = 'VOID'") == 2
+    await audit_clean(conn)
