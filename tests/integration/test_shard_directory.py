@@ -312,3 +312,23 @@ async def test_readiness_reports_each_shard_and_a_down_one_leaves_the_process_re
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_seat_and_ga_holds_name_their_shard(api: Any, conn: Any) -> None:
+    """Every hold id a hold transaction makes carries this database's number, 1."""
+    import json as _json
+
+    from tests.integration.test_ga_holds import floor, ga_event
+
+    seats_event = await api.create_event(seats=10)
+    me = await api.account(conn)
+    seat_hold = await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k1', 'd', $3)",
+                                    seats_event, me, [1, 2])
+    ga_id = await ga_event(api, floor())
+    ga_hold = await conn.fetchrow(
+        "SELECT * FROM onsale_ga_hold($1, $2, 'k2', 'd', 1::smallint, 2, false)", ga_id, me)
+    placement = await load_placement(conn)
+    ids = [uuid.UUID(_json.loads(r["body"])["hold_id"]) if isinstance(r["body"], str)
+           else uuid.UUID(r["body"]["hold_id"]) for r in (seat_hold, ga_hold)]
+    assert [i.bytes[10:12] for i in ids] == [b"\x00\x01", b"\x00\x01"]
+    assert {placement.shard_of_id(i) for i in ids} == {1}

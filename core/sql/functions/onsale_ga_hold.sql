@@ -25,7 +25,7 @@ DECLARE
     v_owned bigint;
     v_take record;
     v_t0 timestamptz;
-    v_hold_id uuid := uuidv7();
+    v_hold_id uuid := onsale_new_id();  -- names its shard (docs/scaling.md)
     v_expires timestamptz;
     v_line jsonb;
     v_inserted integer;

@@ -147,7 +147,7 @@ BEGIN
             END IF;
         END IF;
         v_want[k] := true;
-        v_hold[k] := uuidv7();
+        v_hold[k] := onsale_new_id();  -- names its shard (docs/scaling.md)
     END LOOP;
 
     IF true = ANY (v_want) THEN

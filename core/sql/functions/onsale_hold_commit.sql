@@ -12,7 +12,7 @@ CREATE OR REPLACE FUNCTION onsale_hold_commit(
     p_ttl integer, p_currency char(3)
 ) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-    v_hold_id uuid := uuidv7();
+    v_hold_id uuid := onsale_new_id();  -- names its shard (docs/scaling.md)
     -- The full TTL from the moment of the claim, however long we waited for locks.
     v_expires timestamptz := clock_timestamp() + make_interval(secs => p_ttl);
     v_seats jsonb;
