@@ -330,3 +330,90 @@ async def test_only_an_open_authorization_is_abandoned_and_each_gets_its_own_voi
     assert await conn.fetchval(abandon, capture) is None
     assert await conn.fetchval("SELECT count(*) FROM payment_operations WHERE kind = 'VOID'") == 2
     await audit_clean(conn)
+
+
+async def test_an_unknown_is_recorded_each_time_and_never_named_a_mismatch_by_its_id(
+        api: Api, conn: Any) -> None:
+    """UNKNOWN answers are recorded and retried, each one; an UNKNOWN naming another
+    intent than the one the operation recorded (the capture's, here) is still a plain
+    UNKNOWN (the id check is for definitive answers), and one core found contradicting
+    keeps its own failure code."""
+    p = await paying(api, conn)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED", "pi_1")
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    for attempt in (1, 2):
+        unknown = await apply(conn, capture, "UNKNOWN", "pi_2")
+        assert (unknown["applied"], unknown["mismatch"]) == (True, False)
+        row = await conn.fetchrow("SELECT status, attempts FROM payment_operations "
+                                  "WHERE operation_id = $1", capture)
+        assert (row["status"], row["attempts"]) == ("UNKNOWN", attempt)
+    found = await apply(conn, capture, "UNKNOWN", "pi_2", "mismatch_amount")
+    assert found["mismatch"] is True
+    assert await conn.fetchval(
+        "SELECT detail ->> 'failure_code' FROM payment_events WHERE operation_id = $1 "
+        "AND action = 'capture:mismatch'", capture) == "mismatch_amount"
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "UNKNOWN", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+async def test_an_unknown_about_the_void_of_a_failed_order_leaves_its_payment_status(
+        api: Api, conn: Any) -> None:
+    p = await paying(api, conn)
+    await conn.execute("UPDATE orders SET amount_minor = amount_minor + 1 "
+                       "WHERE order_id = $1", p.order_id)  # as a price change would
+    lost = await apply(conn, p.operation_id, "AUTHORIZED")
+    assert (lost["order_status"], lost["follow_up"]["kind"]) == ("FAILED", "VOID")
+    before = await state(conn, p)
+    unknown = await apply(conn, uuid.UUID(lost["follow_up"]["operation_id"]), "UNKNOWN", None)
+    assert unknown["applied"] is True
+    assert await state(conn, p) == before
+    await audit_clean(conn)
+
+
+async def test_a_stray_authorization_of_a_captured_order_is_voided_and_changes_nothing(
+        api: Api, conn: Any) -> None:
+    """A declined card, then another one paid and captured; then the declined intent
+    reports an authorization after all: it is voided, and the order stays captured
+    whatever the void's answers."""
+    p = await paying(api, conn)
+    await apply(conn, p.operation_id, "DECLINED", "pi_1", "card_declined")
+    again = await _begin(conn, p.hold_id, p.account)
+    sold = await apply(conn, again["operation_id"], "AUTHORIZED", "pi_2")
+    await apply(conn, uuid.UUID(sold["follow_up"]["operation_id"]), "CAPTURED", "pi_2")
+    stray = await apply(conn, p.operation_id, "AUTHORIZED", "pi_1")
+    assert stray["follow_up"]["kind"] == "VOID"
+    void_id = uuid.UUID(stray["follow_up"]["operation_id"])
+    captured = ("CONFIRMED", "CONFIRMED", "CAPTURED", ["SOLD", "SOLD"])
+    assert (await apply(conn, void_id, "UNKNOWN", None))["payment_status"] == "CAPTURED"
+    assert await state(conn, p) == captured
+    assert (await apply(conn, void_id, "VOIDED", "pi_1"))["payment_status"] == "CAPTURED"
+    assert await state(conn, p) == captured
+    await audit_clean(conn)
+
+
+async def test_a_late_authorization_reopens_only_its_own_void_that_found_nothing(
+        api: Api, conn: Any) -> None:
+    """A void that found no intent (it did not exist yet) is sent again when the
+    authorization turns up; another order's such void, and a void the provider did
+    confirm, stay as they are; another operation's missing reference stays missing."""
+    first, second = await paying(api, conn), await paying(api, conn)
+    voids = []
+    for p in (first, second):
+        void_id = await conn.fetchval("SELECT onsale_payment_abandon($1, NULL)", p.operation_id)
+        await apply(conn, void_id, "VOIDED", None, "not_found")
+        voids.append(void_id)
+    waiting = await paying(api, conn)  # its authorization unanswered: no reference yet
+    late = await apply(conn, second.operation_id, "AUTHORIZED", "pi_late")
+    assert late["follow_up"]["operation_id"] == str(voids[1])
+    statuses = {r["operation_id"]: (r["status"], r["provider_ref"]) for r in await conn.fetch(
+        "SELECT operation_id, status, provider_ref FROM payment_operations "
+        "WHERE operation_id = ANY ($1)", [*voids, waiting.operation_id])}
+    assert statuses == {voids[0]: ("SUCCEEDED", None), voids[1]: ("PENDING", "pi_late"),
+                        waiting.operation_id: ("PENDING", None)}
+    await apply(conn, voids[1], "VOIDED", "pi_late")
+    # Confirmed by the provider this time: a duplicate late authorization reopens nothing.
+    again = await apply(conn, second.operation_id, "AUTHORIZED", "pi_late")
+    assert again["follow_up"] is None
+    assert await conn.fetchval("SELECT status FROM payment_operations WHERE operation_id = $1",
+                               voids[1]) == "SUCCEEDED"
+    await audit_clean(conn)
