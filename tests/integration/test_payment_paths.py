@@ -38,13 +38,29 @@ async def _begin(conn: Any, hold_id: uuid.UUID, account: uuid.UUID,
 
 
 async def paying(api: Api, conn: Any, *, ga: bool = False) -> Paying:
-    """A hold of seats 1 and 2 (or of 2 GA places on a one-stripe tier of 10) in
-    payment: its checkout begun, the authorization not answered yet."""
-    account = await api.account(conn)
+    """A hold of seats 1 and 2 (or of 2 GA places of a one-stripe tier of 10) in
+    payment: its checkout begun, the authorization not answered yet. Made first, and
+    left alone: a decoy event at another price with the same seat ids (the same tier
+    id) and a live hold on them, so a step that looks beyond its own event or hold
+    finds other rows, priced otherwise, first."""
+    decoy = await api.account(conn)
     if ga:
-        event_id = await ga_event(api, floor(capacity=10, stripes=1), seats=0)
+        decoy_event = await ga_event(api, {**floor(capacity=5, stripes=1), "price_minor": 7000},
+                                     seats=0)
+        await conn.fetchrow(
+            "SELECT * FROM onsale_ga_hold($1, $2, 'k', 'd', 1::smallint, 1, false)",
+            decoy_event, decoy)
+    else:
+        decoy_event = await api.create_event(
+            seats=10, price_tiers=[{"name": "Only", "price_minor": 1234}])
+        await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k', 'd', $3)",
+                            decoy_event, decoy, [1, 2])
+    account = await api.account(conn)
+    if ga:  # tier 2 of its event; tier 1, another price, comes first
+        event_id = await ga_event(api, {"name": "Balcony", "price_minor": 3000, "capacity": 5},
+                                  floor(capacity=10, stripes=1), seats=0)
         row = await conn.fetchrow(
-            "SELECT * FROM onsale_ga_hold($1, $2, 'k', 'd', 1::smallint, 2, false)",
+            "SELECT * FROM onsale_ga_hold($1, $2, 'k', 'd', 2::smallint, 2, false)",
             event_id, account)
     else:
         event_id = await api.create_event(seats=10)
@@ -96,8 +112,8 @@ async def releases(conn: Any, p: Paying) -> list[str]:
 
 async def available(conn: Any, p: Paying) -> int:
     if p.ga:
-        n: int = await conn.fetchval("SELECT sum(available) FROM ga_buckets WHERE event_id = $1",
-                                     p.event_id)
+        n: int = await conn.fetchval("SELECT sum(available) FROM ga_buckets "
+                                     "WHERE event_id = $1 AND tier_id = 2", p.event_id)
         return n
     n = await conn.fetchval("SELECT count(*) FROM seat_inventory WHERE event_id = $1 "
                             "AND status = 'AVAILABLE'", p.event_id)
@@ -403,6 +419,8 @@ async def test_a_late_authorization_reopens_only_its_own_void_that_found_nothing
         await apply(conn, void_id, "VOIDED", None, "not_found")
         voids.append(void_id)
     waiting = await paying(api, conn)  # its authorization unanswered: no reference yet
+    # An authorization naming no intent cannot tell the void where to go: nothing reopens.
+    assert (await apply(conn, first.operation_id, "AUTHORIZED", None))["follow_up"] is None
     late = await apply(conn, second.operation_id, "AUTHORIZED", "pi_late")
     assert late["follow_up"]["operation_id"] == str(voids[1])
     statuses = {r["operation_id"]: (r["status"], r["provider_ref"]) for r in await conn.fetch(
@@ -416,4 +434,57 @@ async def test_a_late_authorization_reopens_only_its_own_void_that_found_nothing
     assert again["follow_up"] is None
     assert await conn.fetchval("SELECT status FROM payment_operations WHERE operation_id = $1",
                                voids[1]) == "SUCCEEDED"
+    await audit_clean(conn)
+
+
+async def test_three_d_secure_marks_only_its_own_order(api: Api, conn: Any) -> None:
+    p, other = await paying(api, conn), await paying(api, conn)
+    action = await apply(conn, p.operation_id, "REQUIRES_ACTION")
+    assert (action["applied"], action["payment_status"]) == (True, "REQUIRES_ACTION")
+    assert (await state(conn, other))[2] == "PENDING"
+    assert (await apply(conn, p.operation_id, "REQUIRES_ACTION"))["applied"] is False
+    await audit_clean(conn)
+
+
+async def test_a_new_price_version_does_not_change_a_payment_in_flight(
+        api: Api, conn: Any) -> None:
+    """Prices are versioned and a seat is sold at the version it carries: a new price
+    for later sales, added while the payment runs, leaves its total as it was."""
+    p = await paying(api, conn)
+    await conn.execute(
+        "INSERT INTO price_tiers (event_id, tier_id, price_version, name, price_minor) "
+        "SELECT event_id, tier_id, price_version + 1, name, price_minor * 2 "
+        "FROM price_tiers WHERE event_id = $1", p.event_id)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    assert (sold["order_status"], sold["follow_up"]["kind"]) == ("CONFIRMED", "CAPTURE")
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("change", ["seat_repriced", "operation_amount"])
+async def test_an_authorization_that_no_longer_matches_fails_only_its_own_order(
+        api: Api, conn: Any, change: str) -> None:
+    """The sale needs the seats at the price they carry now to make the order's amount,
+    and the authorization to be for that amount: a seat repriced while the payment ran
+    (its new price version), or an operation for another amount (a contradicting answer
+    that slipped past core's checks), fails the order as hold_lost, frees its seats and
+    voids the authorization; another order in payment is not touched."""
+    other = await paying(api, conn)
+    p = await paying(api, conn)
+    if change == "seat_repriced":
+        await conn.execute(
+            "INSERT INTO price_tiers (event_id, tier_id, price_version, name, price_minor) "
+            "SELECT event_id, tier_id, price_version + 1, name, price_minor + 100 "
+            "FROM price_tiers WHERE event_id = $1", p.event_id)
+        await conn.execute("UPDATE seat_inventory SET price_version = price_version + 1 "
+                           "WHERE event_id = $1 AND seat_id IN (1, 2)", p.event_id)
+    else:
+        await conn.execute("UPDATE payment_operations SET amount_minor = amount_minor + 1 "
+                           "WHERE operation_id = $1", p.operation_id)
+    lost = await apply(conn, p.operation_id, "AUTHORIZED")
+    assert (lost["order_status"], lost["follow_up"]["kind"]) == ("FAILED", "VOID")
+    assert await conn.fetchval("SELECT cancel_reason FROM orders WHERE order_id = $1",
+                               p.order_id) == "hold_lost"
+    assert (await state(conn, p))[3] == ["AVAILABLE", "AVAILABLE"]
+    assert await state(conn, other) == ("PAYMENT_PENDING", "PENDING", "PENDING",
+                                        ["PAYMENT_PENDING", "PAYMENT_PENDING"])
     await audit_clean(conn)
