@@ -7,24 +7,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from onsale.core.migrate import MigrateResult, MigrationError, migrate
-from onsale.kernel.placement import Placement, ShardRow, masked_dsn
+from onsale.kernel.placement import masked_dsn
 
 Connect = Callable[[str], Awaitable[Any]]  # a DSN -> an open asyncpg connection
-
-
-async def load_placement(conn: Any) -> Placement:
-    """The shard list and every event's placement, from the directory."""
-    shards = {
-        r["shard_id"]: ShardRow(r["shard_id"], r["dsn"], r["state"], r["epoch"],
-                                r["stamped_ms"])
-        for r in await conn.fetch(
-            """SELECT shard_id, dsn, state, epoch,
-                      (extract(epoch FROM stamped_since) * 1000)::bigint AS stamped_ms
-               FROM shards ORDER BY shard_id""")
-    }
-    events = {r["event_id"]: r["shard_id"]
-              for r in await conn.fetch("SELECT event_id, shard_id FROM event_placement")}
-    return Placement(shards, events)
 
 
 async def shard_summary(conn: Any) -> list[dict[str, Any]]:

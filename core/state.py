@@ -13,12 +13,12 @@ from onsale.core.ga_batch import GABatcher
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
-from onsale.core.shards import ShardSet
 from onsale.core.signin_throttle import SigninThrottle
 from onsale.core.venues import VenueLayouts
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
+from onsale.kernel.shards import ShardSet
 
 
 class Admission(Protocol):
@@ -57,15 +57,15 @@ class CoreState:
     admission: Admission
     throttle: SigninThrottle
     passwords: PasswordPool
+    # The shards and the cached placement (docs/scaling.md#routing), shared by the
+    # process's tiers: every inventory read and write goes to its event's shard.
+    shards: ShardSet
     payments: Payments | None = None  # None: no provider configured
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
     # The venue layouts, read on a small pool of their own (where the API runs)
     venues: VenueLayouts | None = None
     # onsale dev: the background loops' own pool (background statement timeout)
     background_pool: asyncpg.Pool | None = None
-    # The shards and the cached placement (docs/scaling.md#shards-and-the-directory);
-    # None where the API does not run (a worker).
-    shards: ShardSet | None = None
 
 
 def core_state(connection: HTTPConnection) -> CoreState:

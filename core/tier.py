@@ -24,7 +24,6 @@ from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
 from onsale.core.reconciler import run_reconciler
-from onsale.core.shards import running_shards, shard_readiness
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState, core_state
 from onsale.core.stripe_provider import StripeProvider
@@ -33,6 +32,7 @@ from onsale.core.venues import running_venues
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
+from onsale.kernel.shards import shard_readiness
 from onsale.kernel.shared import Shared
 from onsale.kernel.tasks import stop_background
 from onsale.kernel.valkey import RedisClient
@@ -45,7 +45,7 @@ async def readyz(request: Request) -> Response:
     state = core_state(request)
     async with state.db.connection() as conn:
         await conn.fetchval("SELECT 1")
-    if state.shards is None or len(state.shards.pools) == 1:
+    if len(state.shards.pools) == 1:
         return JSONResponse({"status": "ready"})
     report = await shard_readiness(state.shards)
     status = "ready" if all(v == "ok" for v in report.values()) else "degraded"
@@ -110,17 +110,15 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
         if background and settings.redis_url is not None:
             bulk = background_redis(settings.redis_url)  # blocking reads (XREADGROUP)
             stack.push_async_callback(bulk.aclose)
-        shards = (await stack.enter_async_context(running_shards(settings, db))
-                  if api else None)
         state = CoreState(
             settings, db, metrics, admission,
             SigninThrottle(signin_limits(settings), shared.redis if api else None,
                            timeout=settings.session_store_timeout),
-            passwords, payments,
+            passwords, shared.shard_set, payments,
             ga_batcher=GABatcher(db, metrics, max_batch=settings.ga_batch_max,
                                  inflight=settings.ga_batch_inflight)
             if api and settings.ga_batch_max > 1 else None,
-            venues=venues, background_pool=background_pool, shards=shards)
+            venues=venues, background_pool=background_pool)
         tasks: list[asyncio.Task[None]] = []
         stack.push_async_callback(stop_background, tasks)
         if api and shared.redis is not None:

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,56 @@ async def fresh_database(pg: EmbeddedPostgres, template: str) -> str:
 @pytest.fixture
 async def db_url(pg: EmbeddedPostgres, template_db: str) -> str:
     return await fresh_database(pg, template_db)
+
+
+@pytest.fixture(scope="session")
+def pg2() -> Iterator[EmbeddedPostgres]:
+    """A second PostgreSQL server: shard 2's (docs/scaling.md#shards-and-the-directory)."""
+    base = Path(tempfile.mkdtemp(prefix="onsale-test-pg2-"))
+    server = start_postgres(base / "data", fast=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def shard_template(pg2: EmbeddedPostgres) -> str:
+    """A template on the second server, migrated as shard 2 (not a directory)."""
+    conn = await asyncpg.connect(pg2.url)
+    try:
+        await conn.execute("DROP DATABASE IF EXISTS onsale_shard_template")
+        await conn.execute("CREATE DATABASE onsale_shard_template")
+    finally:
+        await conn.close()
+    conn = await asyncpg.connect(pg2.url_for("onsale_shard_template"))
+    try:
+        await migrate(conn, shard_id=2, holds_directory=False)
+    finally:
+        await conn.close()
+    return "onsale_shard_template"
+
+
+@dataclass(frozen=True)
+class TwoShards:
+    """A directory that is also shard 1 (``directory``), and shard 2 on another server,
+    listed in the directory's shard list."""
+
+    directory: str
+    shard2: str
+    server2: EmbeddedPostgres
+
+
+@pytest.fixture
+async def two_shards(db_url: str, pg2: EmbeddedPostgres, shard_template: str) -> TwoShards:
+    shard2 = await fresh_database(pg2, shard_template)
+    async with asyncpg_connect(shard2) as conn:
+        stamped = await conn.fetchval("SELECT stamped_since FROM shard_identity")
+    async with asyncpg_connect(db_url) as conn:
+        await conn.execute("INSERT INTO shards (shard_id, dsn, stamped_since) VALUES (2, $1, $2)",
+                           shard2, stamped)
+    return TwoShards(db_url, shard2, pg2)
 
 
 @contextlib.asynccontextmanager
@@ -291,6 +342,15 @@ def build_api_app(settings: Settings, *, admitter: bool = False, risk: Any = Non
 async def api(db_url: str, valkey: EmbeddedValkey,
               redis_client: redis.asyncio.Redis) -> AsyncIterator[Api]:
     app = build_api_app(make_settings(db_url, redis_url=valkey.url))
+    async with app.router.lifespan_context(app):
+        yield Api(app)
+
+
+@pytest.fixture
+async def sharded_api(two_shards: TwoShards, valkey: EmbeddedValkey,
+                      redis_client: redis.asyncio.Redis) -> AsyncIterator[Api]:
+    """The API over ``two_shards``: its directory is its DATABASE_URL."""
+    app = build_api_app(make_settings(two_shards.directory, redis_url=valkey.url))
     async with app.router.lifespan_context(app):
         yield Api(app)
 

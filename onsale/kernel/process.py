@@ -13,6 +13,7 @@ from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import request_redis_for
 from onsale.kernel.session_store import SessionStore
 from onsale.kernel.sessions import Sessions, build_sessions
+from onsale.kernel.shards import running_shards
 from onsale.kernel.shared import Shared
 
 
@@ -38,20 +39,23 @@ async def running_shared(settings: Settings, needs: Needs,
     """Open what ``needs`` says; ``sessions``: the ones handed out before (their
     store is attached here)."""
     async with contextlib.AsyncExitStack() as stack:
-        db = None
+        db = shards = None
         if needs.database:
             pool_settings = (dataclasses.replace(settings, db_pool_min=0, db_pool_max=2)
                              if needs.small_pool else settings)
             pool = await create_pool(pool_settings, request_path=needs.request_path)
             stack.push_async_callback(pool.close)
             db = Database.from_settings(pool, settings)
+            # Every other shard gets a pool bounded as this one.
+            shards = await stack.enter_async_context(
+                running_shards(pool_settings, db, request_path=needs.request_path))
         sessions = sessions or build_sessions(settings)
         redis = None
         if needs.redis and settings.redis_url is not None:
             redis = request_redis_for(settings)
             stack.push_async_callback(redis.aclose)
             sessions.attach(SessionStore(redis))
-        yield Shared(settings, db, redis, sessions, admin_throttle(settings))
+        yield Shared(settings, db, redis, sessions, admin_throttle(settings), shards)
 
 
 def admin_throttle(settings: Settings) -> AdminThrottle:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from onsale.kernel.db import Database
     from onsale.kernel.dependency import GuardedClient
     from onsale.kernel.sessions import Sessions
+    from onsale.kernel.shards import ShardSet
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class Shared:
     sessions: Sessions           # its store is Redis: without one it answers 503
     # Failed operator-token attempts per address (kernel.auth.require_admin).
     admin_throttle: AdminThrottle = field(default_factory=AdminThrottle)
+    # The shards and the cached placement (docs/scaling.md#routing); None with no
+    # database. Shard 1's pool is ``db``.
+    shards: ShardSet | None = None
 
     @property
     def database(self) -> Database:
@@ -34,6 +38,13 @@ class Shared:
         if self.db is None:
             raise RuntimeError("this process opened no database pool")
         return self.db
+
+    @property
+    def shard_set(self) -> ShardSet:
+        """The shards, for a tier that is only started where there is a database."""
+        if self.shards is None:
+            raise RuntimeError("this process opened no database pool")
+        return self.shards
 
 
 def shared(connection: HTTPConnection) -> Shared:

@@ -20,9 +20,10 @@ import asyncpg
 import pytest
 
 from onsale.core.migrate import MIGRATIONS_DIR, MigrationError, migrate
-from onsale.core.shard_directory import add_shard, load_placement, migrate_shards
+from onsale.core.shard_directory import add_shard, migrate_shards
 from onsale.embedded import EmbeddedPostgres, start_postgres
 from onsale.kernel.db import init_connection
+from onsale.kernel.shards import load_placement
 from tests.conftest import fresh_database
 
 
@@ -200,10 +201,10 @@ async def test_a_process_routes_by_cached_placement_and_hears_of_changes(
     import asyncio
     import dataclasses
 
-    from onsale.core.shards import running_shards
     from onsale.kernel.config import Settings
     from onsale.kernel.db import Database, create_pool
     from onsale.kernel.problems import Problem
+    from onsale.kernel.shards import running_shards
 
     dsn = await _empty_db(second_server)
     await add_shard(directory, dsn, _connect)

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from onsale.core.shard_directory import load_placement
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.placement import Placement, ShardRow
@@ -24,12 +23,28 @@ log = logging.getLogger("onsale.shards")
 _REFRESH_SECONDS = 30.0  # a missed notification (a lost listener) is caught up by then
 
 
+async def load_placement(conn: Any) -> Placement:
+    """The shard list and every event's placement, from the directory."""
+    shards = {
+        r["shard_id"]: ShardRow(r["shard_id"], r["dsn"], r["state"], r["epoch"],
+                                r["stamped_ms"])
+        for r in await conn.fetch(
+            """SELECT shard_id, dsn, state, epoch,
+                      (extract(epoch FROM stamped_since) * 1000)::bigint AS stamped_ms
+               FROM shards ORDER BY shard_id""")
+    }
+    events = {r["event_id"]: r["shard_id"]
+              for r in await conn.fetch("SELECT event_id, shard_id FROM event_placement")}
+    return Placement(shards, events)
+
+
 class ShardSet:
     def __init__(self, directory: Database, placement: Placement,
-                 pools: dict[int, Database]) -> None:
+                 pools: dict[int, Database], *, request_path: bool = True) -> None:
         self.directory = directory
         self.placement = placement
         self.pools = pools  # shard id -> its Database; the directory's own is shard 1's
+        self.request_path = request_path  # the bounds of the pools opened for others
         self.directory_reads = 0
 
     def database(self, shard_id: int) -> Database:
@@ -73,7 +88,8 @@ class ShardSet:
             placement = await load_placement(conn)
         for shard_id, row in placement.shards.items():
             if shard_id not in self.pools and row.dsn:
-                self.pools[shard_id] = await open_shard(settings, row.dsn, stack)
+                self.pools[shard_id] = await open_shard(settings, row.dsn, stack,
+                                                        request_path=self.request_path)
         self.placement = placement
 
 
@@ -94,21 +110,24 @@ async def shard_readiness(shards: ShardSet) -> dict[str, str]:
     return {str(i): a for i, a in zip(ids, answers, strict=True)}
 
 
-async def open_shard(settings: Settings, dsn: str,
-                     stack: contextlib.AsyncExitStack) -> Database:
-    """A request-path pool on another shard, bounded as the directory's is."""
+async def open_shard(settings: Settings, dsn: str, stack: contextlib.AsyncExitStack, *,
+                     request_path: bool = True) -> Database:
+    """A pool on another shard, bounded as the directory's is."""
     pool = await create_pool(dataclasses.replace(settings, database_url=dsn,
-                                                 db_pool_min=min(1, settings.db_pool_min)))
+                                                 db_pool_min=min(1, settings.db_pool_min)),
+                             request_path=request_path)
     stack.push_async_callback(pool.close)
     return Database.from_settings(pool, dataclasses.replace(settings, database_url=dsn))
 
 
 @contextlib.asynccontextmanager
-async def running_shards(settings: Settings, directory: Database) -> AsyncIterator[ShardSet]:
+async def running_shards(settings: Settings, directory: Database, *,
+                         request_path: bool = True) -> AsyncIterator[ShardSet]:
     """The process's shards, kept current: a listener on the directory for placement
     changes, and a full reload every 30 s in case a notification was missed."""
     async with contextlib.AsyncExitStack() as stack:
-        shards = ShardSet(directory, Placement({1: ShardRow(1, "")}), {1: directory})
+        shards = ShardSet(directory, Placement({1: ShardRow(1, "")}), {1: directory},
+                          request_path=request_path)
         try:
             await shards.refresh(settings, stack)
         except Exception:  # the directory is down at start: shard 1 alone until it answers
