@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from onsale.core.hold_store import refusals_as_problems
-from onsale.core.holds import hold_id_path, require_admission_for_hold
+from onsale.core.holds import hold_id_path, hold_shard, require_admission_for_hold
 from onsale.core.payment_state import OperationStatus
 from onsale.core.payments import crash_point
 from onsale.core.queries import queries
@@ -77,7 +77,8 @@ async def post_checkout(request: Request) -> Response:
     if payments is None:
         raise Problem(503, "payments_unavailable", detail="No payment provider is configured.")
     settings = payments.settings
-    db = core_state(request).db
+    db = hold_shard(request, hold_id)  # the order, its operations and outbox go there too
+    payments = payments.on(db)
     digest = checkout_digest(settings.secret_key, hold_id, payment_method)
     q = queries("payments")
     async with db.connection() as conn:
@@ -115,7 +116,8 @@ async def get_order(request: Request) -> Response:
     order_id = parse_uuid(request.path_params["order_id"])
     if order_id is None:
         raise Problem(404, "order_not_found")
-    return JSONResponse(await read_order(core_state(request).db, order_id, account))
+    db = core_state(request).shards.for_id(order_id, "order_not_found")
+    return JSONResponse(await read_order(db, order_id, account))
 
 
 routes = [

@@ -59,6 +59,7 @@ class _Lane:
     so the first one's hold counts against its limits and one account's burst never
     makes every batch queue behind its advisory lock)."""
 
+    db: Database  # the event's shard
     waiting: deque[_Request] = field(default_factory=deque)
     running: int = 0
     busy: set[uuid.UUID] = field(default_factory=set)
@@ -67,7 +68,7 @@ class _Lane:
 class GABatcher:
     def __init__(self, db: Database, metrics: Metrics | None = None, *, max_batch: int = 32,
                  inflight: int = 1, max_wait: float | None = None) -> None:
-        self.db = db
+        self.db = db  # where a lane goes when ``hold`` names no shard
         self.metrics = metrics
         self.max_batch = max(1, min(max_batch, MAX_BATCH))
         self.inflight = inflight
@@ -79,10 +80,13 @@ class GABatcher:
         self.elements = 0
 
     async def hold(self, event_id: int, tier_id: int, account: uuid.UUID, key: str,
-                   digest: str, quantity: int) -> Row | None:
-        """This request's answer row from a batch, or None: run it alone."""
+                   digest: str, quantity: int, db: Database | None = None) -> Row | None:
+        """This request's answer row from a batch, or None: run it alone. ``db``: the
+        event's shard (``self.db`` when None)."""
         loop = asyncio.get_running_loop()
-        lane = self._lanes.setdefault((event_id, tier_id), _Lane())
+        lane = self._lanes.get((event_id, tier_id))
+        if lane is None:
+            lane = self._lanes[(event_id, tier_id)] = _Lane(db or self.db)
         answer: asyncio.Future[Row | None] = loop.create_future()
         lane.waiting.append(_Request(account, key, digest, quantity, answer, loop.time()))
         if lane.running < self.inflight:
@@ -98,7 +102,7 @@ class GABatcher:
             while batch := self._take(lane, asyncio.get_running_loop().time()):
                 lane.busy.update(r.account for r in batch)
                 try:
-                    await self._send(event_id, tier_id, batch)
+                    await self._send(lane.db, event_id, tier_id, batch)
                 finally:
                     lane.busy.difference_update(r.account for r in batch)
         except BaseException:  # cancelled (shutting down): nobody is left waiting
@@ -137,11 +141,12 @@ class GABatcher:
         lane.waiting.extendleft(reversed(later))
         return batch
 
-    async def _send(self, event_id: int, tier_id: int, batch: list[_Request]) -> None:
+    async def _send(self, db: Database, event_id: int, tier_id: int,
+                    batch: list[_Request]) -> None:
         rows: list[Any] | None = None
         failure: BaseException | None = None
         try:
-            async with self.db.connection() as conn:
+            async with db.connection() as conn:
                 rows = await conn.fetch(
                     self.statement, event_id, tier_id,
                     [r.account for r in batch], [r.key for r in batch],

@@ -58,7 +58,8 @@ def _tier(tiers: list[dict[str, Any]], tier_id: int) -> dict[str, Any]:
 async def get_ga(request: Request) -> Response:
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    async with core_state(request).db.connection() as conn:
+    db = await core_state(request).shards.for_event(event_id)
+    async with db.connection() as conn:
         now = await conn.fetchval(queries("ga")["event_clock"], event_id)
         tiers = await _report(conn, event_id)
     if now is None:
@@ -72,7 +73,7 @@ async def post_rebalance(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
     tier_id = tier_id_path(request)
     state = core_state(request)
-    async with state.db.connection() as conn:
+    async with (await state.shards.for_event(event_id)).connection() as conn:
         _tier(await _report(conn, event_id), tier_id)
         moved = await rebalance_tier(conn, state.metrics, event_id, tier_id,
                                      reason="operator", force=True)
@@ -84,7 +85,8 @@ async def get_tier(request: Request) -> Response:
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
     tier_id = tier_id_path(request)
-    async with core_state(request).db.connection() as conn:
+    db = await core_state(request).shards.for_event(event_id)
+    async with db.connection() as conn:
         tier = _tier(await _report(conn, event_id), tier_id)
     return JSONResponse(tier)
 
@@ -101,7 +103,7 @@ async def patch_tier(request: Request) -> Response:
         raise Problem(400, "invalid_request",
                       detail=f"stripes must be an integer from 1 to {MAX_STRIPES}.")
     state = core_state(request)
-    async with state.db.connection() as conn:
+    async with (await state.shards.for_event(event_id)).connection() as conn:
         with refusals_as_problems():
             await conn.fetchval(queries("ga")["set_stripes"], event_id, tier_id, n)
         moved = await rebalance_tier(conn, state.metrics, event_id, tier_id,

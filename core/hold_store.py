@@ -170,7 +170,7 @@ async def create_ga_hold(
     started = time.perf_counter()
     try:
         row = await batcher.hold(event_id, request.tier_id, account_id, key, digest,
-                                 request.quantity)
+                                 request.quantity, db)
     except Problem as problem:  # the batch's 503
         record(metrics, started, problem.code)
         raise

@@ -14,6 +14,7 @@ from onsale.core.queries import queries
 from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
+from onsale.kernel.db import Database
 from onsale.kernel.inputs import idempotency_key, int_path, json_object, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
@@ -26,6 +27,11 @@ def hold_id_path(request: Request) -> uuid.UUID:
     return hold_id
 
 
+def hold_shard(request: Request, hold_id: uuid.UUID) -> Database:
+    """The shard that made the hold: its id names it (docs/scaling.md#routing)."""
+    return core_state(request).shards.for_id(hold_id, "hold_not_found")
+
+
 async def post_hold(request: Request) -> Response:
     account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
@@ -34,11 +40,12 @@ async def post_hold(request: Request) -> Response:
     await core_state(request).admission.check(request, event_id, account)  # before any core work
     digest = request_digest("POST /api/events/{event_id}/holds", str(event_id), hold_request)
     state = core_state(request)
+    db = await state.shards.for_event(event_id)  # the event's shard: one transaction there
     if isinstance(hold_request, GARequest) and state.ga_batcher is not None:
-        outcome = await create_ga_hold(state.db, state.ga_batcher, state.metrics, event_id,
+        outcome = await create_ga_hold(db, state.ga_batcher, state.metrics, event_id,
                                        account, key, digest, hold_request)
     else:
-        async with state.db.connection() as conn:
+        async with db.connection() as conn:
             outcome = await create_hold(conn, state.metrics, event_id, account, key, digest,
                                         hold_request)
     headers = {"Location": f"/api/holds/{outcome.body['hold_id']}"}
@@ -50,7 +57,7 @@ async def post_hold(request: Request) -> Response:
 async def get_hold(request: Request) -> Response:
     account = await current_account(request)
     hold_id = hold_id_path(request)
-    doc = await hold_document(core_state(request).db, hold_id, account)
+    doc = await hold_document(hold_shard(request, hold_id), hold_id, account)
     if doc is None:
         raise Problem(404, "hold_not_found")
     return JSONResponse(doc)
@@ -59,8 +66,7 @@ async def get_hold(request: Request) -> Response:
 async def delete_hold(request: Request) -> Response:
     account = await current_account(request)
     hold_id = hold_id_path(request)
-    db = core_state(request).db
-    async with db.connection() as conn:
+    async with hold_shard(request, hold_id).connection() as conn:
         with refusals_as_problems():
             await conn.execute(queries("holds")["release_hold"], hold_id, account)
         doc = await hold_document_on(conn, hold_id, account)
@@ -76,8 +82,7 @@ async def require_admission_for_hold(request: Request, hold_id: uuid.UUID,
     the hold's event (one indexed read finds it)."""
     if not core_state(request).admission.presented(request):
         raise Problem(403, "admission_required")
-    db = core_state(request).db
-    async with db.connection() as conn:
+    async with hold_shard(request, hold_id).connection() as conn:
         event_id = await conn.fetchval(queries("holds")["hold_event"], hold_id, account)
     if event_id is None:
         raise Problem(404, "hold_not_found")

@@ -8,6 +8,7 @@ open while the provider is called.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import os
@@ -51,6 +52,15 @@ class Payments:
         self.settings = settings
         self.metrics = metrics
         self._background: set[asyncio.Task[None]] = set()
+
+    def on(self, db: Database) -> Payments:
+        """This driver on another shard's database: the same provider client, settings,
+        metrics and follow-ups (``drain`` waits for every shard's)."""
+        if db is self.db:
+            return self
+        other = copy.copy(self)
+        other.db = db
+        return other
 
     def mismatch(self, operation_id: uuid.UUID, kind: str | None, field: str, source: str,
                  intent_ref: str | None) -> None:

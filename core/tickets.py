@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -77,8 +77,13 @@ async def issue_tickets(conn: Any, order_id: uuid.UUID) -> tuple[str, int]:
     return outcome, issued
 
 
+# The pool of the shard that made an order (its id names it), None when that shard is
+# not open here; absent: every order is on the one pool given.
+PoolOf = Callable[[uuid.UUID], Any]
+
+
 async def handle_entries(pool: Any, redis: RedisClient, metrics: Metrics,
-                         entries: Iterable[Entry]) -> list[str]:
+                         entries: Iterable[Entry], pool_of: PoolOf | None = None) -> list[str]:
     """Process entries in order, acknowledge all but ``wait``. Returns the verdicts."""
     verdicts: list[str] = []
     acks: list[Any] = []
@@ -86,7 +91,7 @@ async def handle_entries(pool: Any, redis: RedisClient, metrics: Metrics,
         if msg_id is None or raw is None:  # deleted from the stream while pending
             continue
         fields = decode_fields(raw)
-        verdict = await _verdict(pool, metrics, fields)
+        verdict = await _verdict(pool, metrics, fields, pool_of)
         verdicts.append(verdict)
         if verdict != "wait":
             acks.append(msg_id)
@@ -95,7 +100,8 @@ async def handle_entries(pool: Any, redis: RedisClient, metrics: Metrics,
     return verdicts
 
 
-async def _verdict(pool: Any, metrics: Metrics, fields: Mapping[str, str]) -> str:
+async def _verdict(pool: Any, metrics: Metrics, fields: Mapping[str, str],
+                   pool_of: PoolOf | None = None) -> str:
     if fields.get("type") != ORDER_CONFIRMED:
         return "ignored"
     order_id = order_id_of(fields)
@@ -103,6 +109,11 @@ async def _verdict(pool: Any, metrics: Metrics, fields: Mapping[str, str]) -> st
         metrics.ticket_consumer_errors.inc()
         log.error("order.confirmed without a valid order_id, dropped: %r", fields)
         return "malformed"
+    if pool_of is not None:
+        pool = pool_of(order_id)
+        if pool is None:  # its shard is not open here (yet): left pending, reclaimed later
+            log.warning("order %s: its shard is not open in this process", order_id)
+            return "wait"
     async with pool.acquire() as conn:
         outcome, issued = await issue_tickets(conn, order_id)
     metrics.tickets_issued.inc(issued)
@@ -121,16 +132,17 @@ def _stream_entries(response: Any) -> list[Entry]:
 
 
 async def consume_once(pool: Any, redis: RedisClient, metrics: Metrics, consumer: str, *,
-                       count: int = DEFAULT_COUNT, block_ms: int | None = 1000) -> list[str]:
+                       count: int = DEFAULT_COUNT, block_ms: int | None = 1000,
+                       pool_of: PoolOf | None = None) -> list[str]:
     """Read and handle new entries (XREADGROUP ``>``). Returns the verdicts."""
     response = await redis.xreadgroup(GROUP, consumer, {STREAM: ">"}, count=count,
                                       block=block_ms)
-    return await handle_entries(pool, redis, metrics, _stream_entries(response))
+    return await handle_entries(pool, redis, metrics, _stream_entries(response), pool_of)
 
 
 async def reclaim_once(pool: Any, redis: RedisClient, metrics: Metrics, consumer: str, *,
                        min_idle_ms: int = DEFAULT_MIN_IDLE_MS,
-                       count: int = DEFAULT_COUNT) -> list[str]:
+                       count: int = DEFAULT_COUNT, pool_of: PoolOf | None = None) -> list[str]:
     """Take over and handle entries pending longer than ``min_idle_ms`` (this
     consumer's ``wait`` entries and those of crashed consumers)."""
     verdicts: list[str] = []
@@ -144,7 +156,7 @@ async def reclaim_once(pool: Any, redis: RedisClient, metrics: Metrics, consumer
             metrics.ticket_consumer_errors.inc(len(gone))
             log.error("pending entries trimmed from %s before they were handled: %r",
                       STREAM, gone)
-        verdicts += await handle_entries(pool, redis, metrics, entries)
+        verdicts += await handle_entries(pool, redis, metrics, entries, pool_of)
         if _text(start) == "0-0":
             break
     return verdicts
@@ -167,7 +179,7 @@ async def forget_idle_consumers(redis: RedisClient, idle_ms: int = STALE_CONSUME
 async def run_ticket_consumer(
     pool: Any, redis: RedisClient, metrics: Metrics, *, consumer: str | None = None,
     min_idle_ms: int = DEFAULT_MIN_IDLE_MS, count: int = DEFAULT_COUNT,
-    interval: float = 0.2,
+    interval: float = 0.2, pool_of: PoolOf | None = None,
 ) -> None:
     """Consume forever. Outages are logged, counted and retried with backoff;
     unacknowledged entries stay pending and are reclaimed."""
@@ -186,10 +198,11 @@ async def run_ticket_consumer(
                 group_ready = True
             if loop.time() >= next_reclaim:
                 await reclaim_once(pool, redis, metrics, name, min_idle_ms=min_idle_ms,
-                                   count=count)
+                                   count=count, pool_of=pool_of)
                 await update_pending(redis, metrics)
                 next_reclaim = loop.time() + min_idle_ms / 1000
-            await consume_once(pool, redis, metrics, name, count=count, block_ms=block_ms)
+            await consume_once(pool, redis, metrics, name, count=count, block_ms=block_ms,
+                               pool_of=pool_of)
             failures = 0
             continue
         except asyncio.CancelledError:

@@ -16,18 +16,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from onsale.core import accounts, checkout, events, ga_routes, holds, webhooks
-from onsale.core.background import start_background
 from onsale.core.ga_batch import GABatcher
-from onsale.core.ga_quota import run_quota_plane
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
-from onsale.core.reconciler import run_reconciler
+from onsale.core.shard_loops import LoopParts, run_shard_loops
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState, core_state
 from onsale.core.stripe_provider import StripeProvider
-from onsale.core.sweeper import run_sweeper
 from onsale.core.venues import running_venues
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
@@ -126,19 +123,8 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
                 run_health_reporter(db, shared.redis, metrics), name="onsale-core-health"))
         if background:
             pool = db.pool if background_pool is None else background_pool
-            tasks.append(asyncio.create_task(
-                run_sweeper(pool, metrics, settings.sweep_interval, settings.sweep_batch),
-                name="onsale-sweeper"))
-            tasks.append(asyncio.create_task(
-                run_quota_plane(pool, metrics, settings.ga_rebalance_interval),
-                name="onsale-ga-quota"))
-            if payments is not None:
-                tasks.append(asyncio.create_task(
-                    run_reconciler(payments, settings.reconcile_interval),
-                    name="onsale-reconciler"))
-            if bulk is not None:
-                tasks += await start_background(
-                    pool, bulk, metrics, stream_maxlen=settings.outbox_stream_maxlen,
-                    retention_seconds=settings.outbox_retention_seconds,
-                    crash_at=settings.crash_at)
+            parts = LoopParts(settings, metrics, payments, bulk,
+                              own_pools=background_pool is not None)
+            tasks.append(asyncio.create_task(run_shard_loops(state.shards, parts, pool),
+                                             name="onsale-shard-loops"))
         yield state

@@ -31,6 +31,7 @@ from onsale.core.payments import Payments
 from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
 from onsale.core.state import core_state
+from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
 
 SIGNATURE_TOLERANCE_SECONDS = 300  # Stripe's default
@@ -63,6 +64,15 @@ def parse_event(raw: bytes) -> tuple[str, str, dict[str, Any], uuid.UUID | None]
     return event_id, event_type, obj, operation_id
 
 
+def webhook_shard(request: Request, authorize_id: uuid.UUID | None) -> Database:
+    """Where a delivery is recorded and applied: the shard that made the operation its
+    PaymentIntent's metadata names (the id carries its shard); the directory's (shard
+    1) for an event about no payment of ours, which is only recorded there."""
+    shards = core_state(request).shards
+    shard_id = None if authorize_id is None else shards.placement.shard_of_id(authorize_id)
+    return shards.database(shard_id if shard_id is not None else 1)
+
+
 async def receive_payment_webhook(request: Request) -> Response:
     payments = core_state(request).payments
     if payments is None:
@@ -85,7 +95,8 @@ async def receive_payment_webhook(request: Request) -> Response:
                              "sent this payload (or it is older than 300 s).") from None
     event_id, event_type, intent, authorize_id = parse_event(raw)
     q = queries("payments")
-    db = core_state(request).db
+    db = webhook_shard(request, authorize_id)
+    payments = payments.on(db)
     payload = json.loads(raw)
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,

@@ -22,6 +22,7 @@ from onsale.core.hold_state import HoldState
 from onsale.core.payment_state import PaymentStatus
 from onsale.core.read_model import event_document, hold_document, order_document
 from onsale.kernel.config import Settings
+from onsale.kernel.db import Database
 from onsale.kernel.inputs import parse_id, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.shared import shared
@@ -114,13 +115,20 @@ def test_mode(settings: Settings) -> bool:
     return settings.allow_simulator or settings.stripe_publishable_key.startswith("pk_test_")
 
 
+def _made_by(request: Request, made: uuid.UUID) -> Database | None:
+    """The shard whose id this is (docs/scaling.md#routing); None: no listed shard's."""
+    shards = shared(request).shard_set
+    shard_id = shards.placement.shard_of_id(made)
+    return None if shard_id is None else shards.pools.get(shard_id)
+
+
 async def checkout_page(request: Request) -> Response:
     account = await signed_in_account(request)
     if account is None:
         return _sign_in(request)
     hold_id = _uuid(request.path_params["hold_id"])
-    hold = None if hold_id is None else await hold_document(shared(request).database, hold_id,
-                                                            account)
+    db = None if hold_id is None else _made_by(request, hold_id)
+    hold = None if db is None or hold_id is None else await hold_document(db, hold_id, account)
     if hold is None:
         return await problem_page(request, 404, "hold_not_found", title="Seats not found")
     settings = shared(request).settings
@@ -145,9 +153,10 @@ async def order_page(request: Request) -> Response:
         return _sign_in(request)
     order_id = _uuid(request.path_params["order_id"])
     order = None
-    if order_id is not None:
+    db = None if order_id is None else _made_by(request, order_id)
+    if db is not None and order_id is not None:
         try:
-            order = await order_document(shared(request).database, order_id, account)
+            order = await order_document(db, order_id, account)
         except Problem:  # as before: a page that cannot read the order says it is not found
             order = None
     if order is None:

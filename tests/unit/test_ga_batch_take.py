@@ -13,7 +13,7 @@ A, B, C = (uuid.UUID(int=n) for n in (1, 2, 3))
 
 
 def _lane(loop: asyncio.AbstractEventLoop, *accounts: uuid.UUID) -> _Lane:
-    lane = _Lane()
+    lane = _Lane(cast(Any, None))
     for n, account in enumerate(accounts):
         lane.waiting.append(_Request(account, f"k{n}", "d", 1, loop.create_future()))
     return lane
