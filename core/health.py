@@ -24,6 +24,7 @@ from onsale.core.metrics import Metrics
 from onsale.core.payment_state import PaymentOutcome
 from onsale.kernel.db import Database
 from onsale.kernel.dependency import is_outage
+from onsale.kernel.shards import ShardSet
 from onsale.kernel.valkey import RedisClient
 
 HEALTH_KEY = "onsale:health:core"
@@ -71,7 +72,10 @@ def _delta(before: dict[str, float], after: dict[str, float], keys: Any = None) 
     return sum(after.get(k, 0.0) - before.get(k, 0.0) for k in names)
 
 
-def report(before: dict[str, Any], after: dict[str, Any], db_ok: bool) -> dict[str, Any]:
+def report(before: dict[str, Any], after: dict[str, Any], db_ok: bool,
+           shards_ok: dict[str, bool] | None = None) -> dict[str, Any]:
+    """``db_ok``: the directory answers; ``shards_ok``: each other shard, by id (the
+    admitter pauses only the events of a shard that does not answer)."""
     attempts = _delta(before["outcomes"], after["outcomes"])
     conflicts = _delta(before["outcomes"], after["outcomes"], ("seats_unavailable",))
     created = _delta(before["outcomes"], after["outcomes"], ("created",))
@@ -79,7 +83,7 @@ def report(before: dict[str, Any], after: dict[str, Any], db_ok: bool) -> dict[s
     errors = _delta(before["payments"], after["payments"], PAYMENT_ERRORS)
     authorized = _delta(before["payments"], after["payments"], (PaymentOutcome.AUTHORIZED,))
     return {
-        "t": time.time(), "db_ok": db_ok,
+        "t": time.time(), "db_ok": db_ok, "shards_ok": shards_ok or {},
         "hold_p99_ms": p99_ms(before["hold"], after["hold"]),
         "lock_wait_p99_ms": p99_ms(before["lock"], after["lock"]),
         "attempts": attempts, "conflicts": conflicts, "created": created,
@@ -101,14 +105,24 @@ async def database_ok(db: Database, within: float = 1.0) -> bool:
         return False
 
 
+async def shards_ok(shards: ShardSet | None) -> dict[str, bool]:
+    """Whether each shard other than the directory answers, asked at once."""
+    if shards is None:
+        return {}
+    others = sorted(i for i in shards.pools if i != 1)
+    answers = await asyncio.gather(*(database_ok(shards.pools[i]) for i in others))
+    return {str(i): ok for i, ok in zip(others, answers, strict=True)}
+
+
 async def run_health_reporter(db: Database, redis: RedisClient, metrics: Metrics,
-                              interval: float = 1.0) -> None:
+                              interval: float = 1.0, shards: ShardSet | None = None) -> None:
     me = process_id()
     window: deque[dict[str, Any]] = deque(maxlen=int(WINDOW_SECONDS / interval) + 1)
     try:
         while True:
             window.append(snapshot(metrics))
-            doc = report(window[0], window[-1], await database_ok(db))
+            ok, others = await asyncio.gather(database_ok(db), shards_ok(shards))
+            doc = report(window[0], window[-1], ok, others)
             try:
                 await redis.hset(HEALTH_KEY, me, json.dumps(doc))
             except Exception as exc:

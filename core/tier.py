@@ -120,7 +120,8 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
         stack.push_async_callback(stop_background, tasks)
         if api and shared.redis is not None:
             tasks.append(asyncio.create_task(
-                run_health_reporter(db, shared.redis, metrics), name="onsale-core-health"))
+                run_health_reporter(db, shared.redis, metrics, shards=state.shards),
+                name="onsale-core-health"))
         if background:
             pool = db.pool if background_pool is None else background_pool
             parts = LoopParts(settings, metrics, payments, bulk,

@@ -19,6 +19,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from typing import assert_never
 
 from onsale.core.event_store import commit_draw_seed
@@ -75,8 +76,11 @@ class Admitter:
     def __init__(self, edge: Edge, *, owner: str | None = None,
                  health: HealthSource | None = None, targets: Targets | None = None,
                  control_seconds: float = CONTROL_SECONDS, record: bool = False,
-                 bulk: QueueStore | None = None) -> None:
+                 bulk: QueueStore | None = None,
+                 shard_of: Callable[[int], int | None] | None = None) -> None:
         self.edge = edge
+        # The shard of an event (the process's cached placement): its health is its own.
+        self.shard_of = shard_of or (lambda event_id: None)
         # The draw's and the pre-queue merge's large replies and long scripts: a client
         # without the request path's short bound (edge.tier.running_edge gives one).
         self.bulk = bulk or edge.store
@@ -157,7 +161,8 @@ class Admitter:
                 await self.bulk.merge_prequeue(event_id, fence)
                 return Merged()
             case ReadHealth(active=active, cap=cap):
-                return await self.health.snapshot(active=active, cap=cap)
+                return await self.health.snapshot(active=active, cap=cap,
+                                                  shard=self.shard_of(event_id))
             case Admit():
                 admitted = await store.admit(event_id, action.fence, action.n, action.now_ms,
                                              action.grace_ms, action.cap)

@@ -15,9 +15,12 @@ FRESH_SECONDS = 5.0
 FORGET_SECONDS = 3600.0
 
 
-def fold(reports: list[dict[str, Any]], now: float, *, active: int, cap: int) -> Health:
+def fold(reports: list[dict[str, Any]], now: float, *, active: int, cap: int,
+         shard: int | None = None) -> Health:
     """Pure: no fresh report = core down; any fresh report without its
-    database = core unhealthy. Latencies: the worst process; rates: pooled."""
+    database = core unhealthy, and so is one without the event's ``shard``
+    (a shard that is down pauses only its own events; docs/scaling.md).
+    Latencies: the worst process; rates: pooled."""
     fresh = [r for r in reports if now - float(r.get("t", 0)) <= FRESH_SECONDS]
     if not fresh:
         return Health(core_ok=False, redis_ok=True, active=active, cap=cap)
@@ -31,18 +34,27 @@ def fold(reports: list[dict[str, Any]], now: float, *, active: int, cap: int) ->
         return sum(float(r.get(num, 0)) for r in fresh) / total if total > 0 else None
 
     return Health(
-        core_ok=all(bool(r.get("db_ok")) for r in fresh), redis_ok=True,
+        core_ok=all(bool(r.get("db_ok")) and _shard_ok(r, shard) for r in fresh),
+        redis_ok=True,
         hold_p99_ms=worst("hold_p99_ms"), lock_wait_p99_ms=worst("lock_wait_p99_ms"),
         conflict_rate=ratio("conflicts", "attempts"),
         payment_error_rate=ratio("payment_errors", "answers"),
         completion_rate=ratio("authorized", "created"), active=active, cap=cap)
 
 
+def _shard_ok(report: dict[str, Any], shard: int | None) -> bool:
+    """A report names the shards other than the directory it asked; one it does not
+    name (the directory, a shard it has not opened yet) is judged by ``db_ok``."""
+    if shard is None or shard == 1:
+        return True
+    return bool(report.get("shards_ok", {}).get(str(shard), True))
+
+
 class HealthSource:
     def __init__(self, redis: RedisClient) -> None:
         self.redis = redis
 
-    async def snapshot(self, *, active: int, cap: int) -> Health:
+    async def snapshot(self, *, active: int, cap: int, shard: int | None = None) -> Health:
         now = time.time()
         try:
             raw = await self.redis.hgetall(HEALTH_KEY)
@@ -61,4 +73,4 @@ class HealthSource:
             reports.append(doc)
         if stale:
             await self.redis.hdel(HEALTH_KEY, *stale)
-        return fold(reports, now, active=active, cap=cap)
+        return fold(reports, now, active=active, cap=cap, shard=shard)

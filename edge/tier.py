@@ -48,7 +48,9 @@ async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
         if admitter:
             bulk = background_redis(redis_url)
             stack.push_async_callback(bulk.aclose)
-            running = Admitter(edge, bulk=QueueStore(bulk))
+            shards = shared.shard_set
+            running = Admitter(edge, bulk=QueueStore(bulk),
+                               shard_of=lambda e: shards.placement.shard_of_event(e))
         tasks = start_refreshers(edge)
         stack.push_async_callback(stop_background, tasks)  # before the client closes
         if running is not None:

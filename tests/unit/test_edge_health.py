@@ -47,3 +47,26 @@ def test_fold_pools_rates_and_takes_the_worst_latency() -> None:
     assert fold([{**a, "t": now - 30}], now, active=0, cap=10).core_ok is False  # stale
     assert fold([], now, active=0, cap=10).core_ok is False
     assert fold([a, {**b, "db_ok": False}], now, active=0, cap=10).core_ok is False
+
+
+def test_a_shard_that_does_not_answer_pauses_only_its_own_events() -> None:
+    """Each report names the shards it asked (docs/scaling.md#a-shard-that-is-down):
+    shard 2 down makes the health of shard 2's events bad, and no other event's."""
+    now = 1000.0
+    a = {"t": now - 1, "db_ok": True, "shards_ok": {"2": False, "3": True}}
+    b = {"t": now - 1, "db_ok": True, "shards_ok": {"2": True, "3": True}}
+    assert fold([a, b], now, active=0, cap=10, shard=2).core_ok is False
+    assert fold([a, b], now, active=0, cap=10, shard=3).core_ok is True
+    assert fold([a, b], now, active=0, cap=10, shard=1).core_ok is True
+    assert fold([a, b], now, active=0, cap=10).core_ok is True  # an event of no shard known
+    # A shard a report does not name (not open in that process yet) is not held against it;
+    # the directory down is every event's problem.
+    assert fold([b], now, active=0, cap=10, shard=4).core_ok is True
+    assert fold([{**b, "db_ok": False}], now, active=0, cap=10, shard=3).core_ok is False
+
+
+def test_a_report_names_each_other_shard() -> None:
+    m = Metrics()
+    doc = report(snapshot(m), snapshot(m), True, {"2": False})
+    assert doc["shards_ok"] == {"2": False} and doc["db_ok"] is True
+    assert report(snapshot(m), snapshot(m), True)["shards_ok"] == {}
