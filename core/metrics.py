@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.5, 5.0)
+
+
+# The figures of one shard's background loops (core/shard_loops.py): labelled
+# ``shard``. A Metrics is shard 1's; ``for_shard`` gives another shard's view.
+SHARDED = ("sweeper_backlog", "oldest_overdue", "swept_seats", "sweeper_errors",
+           "reconcile_backlog", "oldest_unknown", "reconciled", "reconcile_errors",
+           "outbox_backlog", "outbox_oldest_unpublished", "outbox_published",
+           "outbox_relay_errors", "ga_rebalanced", "ga_rebalance_skipped",
+           "ga_rebalance_errors")
+
+
+class _OneShard:
+    """A family with a ``shard`` label and others: ``labels`` fills in the shard."""
+
+    def __init__(self, family: Any, shard: str) -> None:
+        self.family, self.shard = family, shard
+
+    def labels(self, **labels: str) -> Any:
+        return self.family.labels(shard=self.shard, **labels)
 
 
 class Metrics:
@@ -27,18 +49,19 @@ class Metrics:
             registry=r,
         )
         self.sweeper_backlog = Gauge(
-            "onsale_sweeper_backlog_holds", "Holds past their deadline not yet swept", registry=r,
+            "onsale_sweeper_backlog_holds", "Holds past their deadline not yet swept",
+            ["shard"], registry=r,
         )
         self.oldest_overdue = Gauge(
             "onsale_sweeper_oldest_overdue_seconds",
-            "Age of the oldest hold past its deadline", registry=r,
+            "Age of the oldest hold past its deadline", ["shard"], registry=r,
         )
         self.swept_seats = Counter(
             "onsale_sweeper_released_seats_total", "Seats (and GA places) released by the sweeper",
-            registry=r,
+            ["shard"], registry=r,
         )
         self.sweeper_errors = Counter(
-            "onsale_sweeper_errors_total", "Sweeper passes that failed", registry=r,
+            "onsale_sweeper_errors_total", "Sweeper passes that failed", ["shard"], registry=r,
         )
         self.payment_outcomes = Counter(
             "onsale_payment_outcomes_total",
@@ -52,18 +75,19 @@ class Metrics:
         self.reconcile_backlog = Gauge(
             "onsale_payment_open_operations",
             "Payment operations without a definitive outcome (pending, unknown, 3-D Secure)",
-            registry=r,
+            ["shard"], registry=r,
         )
         self.oldest_unknown = Gauge(
             "onsale_payment_oldest_unknown_seconds",
-            "Age of the oldest payment operation whose outcome is unknown", registry=r,
+            "Age of the oldest payment operation whose outcome is unknown", ["shard"], registry=r,
         )
         self.reconciled = Counter(
             "onsale_payment_reconciled_total", "Reconciler decisions by action",
-            ["action"], registry=r,
+            ["shard", "action"], registry=r,
         )
         self.reconcile_errors = Counter(
-            "onsale_payment_reconcile_errors_total", "Reconciler passes that failed", registry=r,
+            "onsale_payment_reconcile_errors_total", "Reconciler passes that failed",
+            ["shard"], registry=r,
         )
         self.webhooks = Counter(
             "onsale_payment_webhooks_total", "Provider webhooks by result", ["result"], registry=r,
@@ -76,17 +100,19 @@ class Metrics:
         )
         # The outbox relay and the ticket consumer (docs/outbox.md).
         self.outbox_backlog = Gauge(
-            "onsale_outbox_backlog_rows", "Outbox rows not yet published", registry=r,
+            "onsale_outbox_backlog_rows", "Outbox rows not yet published", ["shard"], registry=r,
         )
         self.outbox_oldest_unpublished = Gauge(
             "onsale_outbox_oldest_unpublished_seconds",
-            "Age of the oldest outbox row not yet published", registry=r,
+            "Age of the oldest outbox row not yet published", ["shard"], registry=r,
         )
         self.outbox_published = Counter(
-            "onsale_outbox_published_total", "Outbox rows published to the stream", registry=r,
+            "onsale_outbox_published_total", "Outbox rows published to the stream",
+            ["shard"], registry=r,
         )
         self.outbox_relay_errors = Counter(
-            "onsale_outbox_relay_errors_total", "Outbox relay passes that failed", registry=r,
+            "onsale_outbox_relay_errors_total", "Outbox relay passes that failed",
+            ["shard"], registry=r,
         )
         self.tickets_issued = Counter(
             "onsale_tickets_issued_total", "Tickets issued by the ticket consumer", registry=r,
@@ -103,12 +129,12 @@ class Metrics:
         self.ga_rebalanced = Counter(
             "onsale_ga_rebalanced_places_total",
             "Available GA places moved between the stripes of a tier by the quota plane",
-            registry=r,
+            ["shard"], registry=r,
         )
         self.ga_rebalance_skipped = Counter(
             "onsale_ga_rebalance_skipped_total",
             "GA rebalances not applied (stripes busy past the lock timeout, or the plan "
-            "went stale)", registry=r,
+            "went stale)", ["shard"], registry=r,
         )
         self.ga_batch_size = Histogram(
             "onsale_ga_batch_size", "GA hold requests sent to the database together "
@@ -125,5 +151,20 @@ class Metrics:
             ["sqlstate"], registry=r,
         )
         self.ga_rebalance_errors = Counter(
-            "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed", registry=r,
+            "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed",
+            ["shard"], registry=r,
         )
+        self._families = {name: getattr(self, name) for name in SHARDED}
+        self._bind("1")
+
+    def _bind(self, shard: str) -> None:
+        for name, family in self._families.items():
+            others = [n for n in family._labelnames if n != "shard"]
+            setattr(self, name, _OneShard(family, shard) if others
+                    else family.labels(shard=shard))
+
+    def for_shard(self, shard_id: int) -> Metrics:
+        """The same registry, with the background loops' figures labelled ``shard_id``."""
+        view = copy.copy(self)
+        view._bind(str(shard_id))
+        return view

@@ -53,13 +53,15 @@ class Payments:
         self.metrics = metrics
         self._background: set[asyncio.Task[None]] = set()
 
-    def on(self, db: Database) -> Payments:
-        """This driver on another shard's database: the same provider client, settings,
-        metrics and follow-ups (``drain`` waits for every shard's)."""
-        if db is self.db:
+    def on(self, db: Database, metrics: Metrics | None = None) -> Payments:
+        """This driver on another shard's database: the same provider client, settings
+        and follow-ups (``drain`` waits for every shard's); ``metrics``: that shard's
+        view (a background loop's figures carry its shard)."""
+        if db is self.db and metrics is None:
             return self
         other = copy.copy(self)
         other.db = db
+        other.metrics = metrics or self.metrics
         return other
 
     def mismatch(self, operation_id: uuid.UUID, kind: str | None, field: str, source: str,

@@ -82,19 +82,20 @@ class ShardLoops:
 
     def _start(self, shard_id: int, pool: Any) -> list[asyncio.Task[None]]:
         p, s = self.parts, self.parts.settings
+        metrics = p.metrics.for_shard(shard_id)  # its figures carry its shard
         tasks = [
-            asyncio.create_task(run_sweeper(pool, p.metrics, s.sweep_interval, s.sweep_batch),
+            asyncio.create_task(run_sweeper(pool, metrics, s.sweep_interval, s.sweep_batch),
                                 name=f"onsale-sweeper-{shard_id}"),
-            asyncio.create_task(run_quota_plane(pool, p.metrics, s.ga_rebalance_interval),
+            asyncio.create_task(run_quota_plane(pool, metrics, s.ga_rebalance_interval),
                                 name=f"onsale-ga-quota-{shard_id}"),
         ]
         if p.payments is not None:
-            payments = p.payments.on(self.shards.pools[shard_id])
+            payments = p.payments.on(self.shards.pools[shard_id], metrics)
             tasks.append(asyncio.create_task(run_reconciler(payments, s.reconcile_interval),
                                              name=f"onsale-reconciler-{shard_id}"))
         if p.redis is not None:
             tasks.append(asyncio.create_task(
-                run_relay(pool, p.redis, p.metrics, stream_maxlen=s.outbox_stream_maxlen,
+                run_relay(pool, p.redis, metrics, stream_maxlen=s.outbox_stream_maxlen,
                           retention_seconds=s.outbox_retention_seconds, crash_at=s.crash_at),
                 name=f"onsale-outbox-relay-{shard_id}"))
         return tasks

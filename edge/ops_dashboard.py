@@ -47,7 +47,8 @@ AUDIT_SAMPLE_ROWS = 5
 
 # -- the dashboard ---------------------------------------------------------------
 
-async def health_doc(edge: Edge, active: int, cap: int) -> dict[str, Any]:
+async def health_doc(edge: Edge, active: int, cap: int,
+                     shard: int | None = None) -> dict[str, Any]:
     now = time.time()
     try:
         raw = await edge.redis.hgetall(HEALTH_KEY)
@@ -59,7 +60,7 @@ async def health_doc(edge: Edge, active: int, cap: int) -> dict[str, Any]:
             reports.append(json.loads(value))
         except ValueError:
             continue
-    h = fold(reports, now, active=active, cap=cap)
+    h = fold(reports, now, active=active, cap=cap, shard=shard)
     return {
         "redis_ok": True, "core_ok": h.core_ok,
         "fresh_reports": sum(1 for r in reports if now - float(r.get("t", 0)) <= FRESH_SECONDS),
@@ -71,7 +72,8 @@ async def health_doc(edge: Edge, active: int, cap: int) -> dict[str, Any]:
 
 async def payments_doc(edge: Edge, event_id: int) -> dict[str, Any]:
     try:
-        async with edge.db.connection() as conn:
+        db = edge.db if edge.shards is None else await edge.shards.for_event(event_id)
+        async with db.connection() as conn:
             row = await conn.fetchrow(queries("ops")["open_payments"], event_id)
     except Problem:
         return {"available": False}
@@ -90,11 +92,13 @@ async def cdc_doc(edge: Edge) -> dict[str, Any]:
 async def dashboard_doc(edge: Edge, event_id: int) -> dict[str, Any]:
     queue = await queue_doc(edge, event_id)
     live, settings = queue["live"], queue["settings"]
+    shard = None if edge.shards is None else edge.shards.placement.shard_of_event(event_id)
     health, payments, cdc = await asyncio.gather(
         health_doc(edge, int(live["active"]) + int(live["admitted_not_arrived"]),
-                   int(settings["active_cap"])),
+                   int(settings["active_cap"]), shard),
         payments_doc(edge, event_id), cdc_doc(edge))
-    return {"event_id": event_id, "at": utc_iso(datetime.now(UTC)), "queue": queue,
+    return {"event_id": event_id, "shard": shard, "at": utc_iso(datetime.now(UTC)),
+            "queue": queue,
             "health": health, "payments": payments, "cdc": cdc}
 
 
@@ -114,11 +118,16 @@ def _plain(value: Any) -> Any:
 
 
 async def audit_doc(edge: Edge) -> dict[str, Any]:
+    """Every check on every shard; a check's sample rows name their shard."""
     started = time.monotonic()
-    async with edge.db.connection() as conn:
-        results = await run_audit(conn)
+    pools = {1: edge.db} if edge.shards is None else dict(edge.shards.pools)
+    found: dict[str, list[dict[str, Any]]] = {}
+    for shard_id in sorted(pools):
+        async with pools[shard_id].connection() as conn:
+            for name, rows in (await run_audit(conn)).items():
+                found.setdefault(name, []).extend({"shard": shard_id, **r} for r in rows)
     checks = [{"name": name, "ok": not rows, "violations": len(rows),
-               "sample": _plain(rows[:AUDIT_SAMPLE_ROWS])} for name, rows in results.items()]
+               "sample": _plain(rows[:AUDIT_SAMPLE_ROWS])} for name, rows in found.items()]
     total = sum(c["violations"] for c in checks)
     return {"ok": total == 0, "violations": total, "checks": checks,
             "checked_at": utc_iso(datetime.now(UTC)),

@@ -21,6 +21,7 @@ from onsale.edge.queue_store import QueueStore
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
+from onsale.kernel.shards import ShardSet
 from onsale.kernel.valkey import RedisClient
 
 # The seat map's change capture as the operators' dashboard shows it (the root
@@ -54,6 +55,9 @@ class Edge:
     draw_pages: DrawPages = field(default_factory=DrawPages)  # published draws' pages
     ops: OpsState = field(default_factory=OpsState)  # the operators' dashboard cache
     capture_status: CaptureStatus | None = None  # None: this process cannot see it
+    # The process's shards (docs/scaling.md#routing): an event's payments and the audit
+    # are read where the inventory is; None: the directory's database alone.
+    shards: ShardSet | None = None
 
     @property
     def longest_poll(self) -> int:
@@ -69,7 +73,8 @@ def edge_state(connection: HTTPConnection) -> Edge:
 
 def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate, *,
                risk: RiskHook = no_risk,
-               capture_status: CaptureStatus | None = None) -> Edge:
+               capture_status: CaptureStatus | None = None,
+               shards: ShardSet | None = None) -> Edge:
     """``gate``: the process's one gate (core's sales routes and the seat map check
     admissions with it too: one revocation cache)."""
     keys = admission_keys(settings.admission_keys, settings.secret_key)
@@ -78,7 +83,7 @@ def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate,
         settings=settings, db=db, redis=redis, store=store, configs=EventConfigs(db),
         status=StatusCache(store), seen=Marks(store, "seen"), tickets=TicketCodec(keys),
         admissions=gate.codec, pow=PowCodec(keys), gate=gate, risk=risk,
-        capture_status=capture_status,
+        capture_status=capture_status, shards=shards,
         join_ip=_per_minute(settings.join_limit_ip),
         join_account=_per_minute(settings.join_limit_account),
         poll_ip=_per_minute(settings.poll_limit_ip),

@@ -42,7 +42,7 @@ async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
     if shared.redis is None:
         raise ConfigError("the edge needs the process's Redis client")
     edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
-                      capture_status=capture_status)
+                      capture_status=capture_status, shards=shared.shards)
     async with contextlib.AsyncExitStack() as stack:
         running: Admitter | None = None
         if admitter:

@@ -463,7 +463,8 @@ async def test_reconciler_metrics_report_the_open_operations(
         hold_id = await held(c, event_id, [19])
         body = (await checkout(c, hold_id, THREE_DS)).json()
     await update_backlog(payments, payments.metrics)
-    backlog = payments.metrics.registry.get_sample_value("onsale_payment_open_operations")
+    backlog = payments.metrics.registry.get_sample_value("onsale_payment_open_operations",
+                                                         {"shard": "1"})
     assert backlog is not None and backlog >= 1
     async with stack.client(await db.fetchval("SELECT account_id FROM orders WHERE order_id=$1",
                                               uuid.UUID(body["order_id"]))) as c:

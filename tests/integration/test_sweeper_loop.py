@@ -37,9 +37,9 @@ async def test_running_sweeper_releases_and_reports(
         event_id) == 10
     assert 'onsale_hold_outcomes_total{code="created"} 1.0' in metrics
     assert 'onsale_hold_outcomes_total{code="seats_unavailable"} 1.0' in metrics
-    assert "onsale_sweeper_released_seats_total 3.0" in metrics
+    assert 'onsale_sweeper_released_seats_total{shard="1"} 3.0' in metrics
     assert "onsale_hold_seconds_count 2.0" in metrics
-    assert "onsale_sweeper_backlog_holds 0.0" in metrics
+    assert 'onsale_sweeper_backlog_holds{shard="1"} 0.0' in metrics
     assert "onsale_deadlock_retries_total 0.0" in metrics
     await audit_clean(conn)
 

@@ -245,6 +245,6 @@ async def test_worker_role_relays_and_issues(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://worker") as c:
             text = (await c.get("/metrics")).text
-    assert "onsale_outbox_published_total 1.0" in text
+    assert 'onsale_outbox_published_total{shard="1"} 1.0' in text
     assert "onsale_tickets_issued_total 2.0" in text
     assert await conn.fetchval("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0

@@ -52,6 +52,6 @@ async def test_the_loop_survives_failures_and_logs_only_what_is_not_an_outage(
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert pool.passes >= 4  # on after both failures
-    assert registry.get_sample_value("onsale_ga_rebalance_errors_total") == 2
+    assert registry.get_sample_value("onsale_ga_rebalance_errors_total", {"shard": "1"}) == 2
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 1 and "boom" in logged[0], logged
