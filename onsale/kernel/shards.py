@@ -45,7 +45,8 @@ class ShardSet:
         self.placement = placement
         self.pools = pools  # shard id -> its Database; the directory's own is shard 1's
         self.request_path = request_path  # the bounds of the pools opened for others
-        self.directory_reads = 0
+        self.directory_reads = 0  # on a request's path: an event the cache had not seen
+        self.reloads = 0  # in the background: at start, on NOTIFY, every 30 s
 
     def database(self, shard_id: int) -> Database:
         found = self.pools.get(shard_id)
@@ -83,7 +84,7 @@ class ShardSet:
 
     async def refresh(self, settings: Settings, stack: contextlib.AsyncExitStack) -> None:
         """Reload the placement; open a pool for a shard listed since."""
-        self.directory_reads += 1
+        self.reloads += 1
         async with self.directory.connection() as conn:
             placement = await load_placement(conn)
         for shard_id, row in placement.shards.items():
