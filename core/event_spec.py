@@ -65,6 +65,7 @@ class EventSpec:
     tiers: tuple[tuple[str, int], ...]
     queue: QueueSpec = QueueSpec()
     ga_tiers: tuple[GATierSpec, ...] = ()
+    shard: int | None = None  # None: the active shard with the fewest events on sale
 
 
 def _bad(detail: str) -> Problem:
@@ -141,7 +142,17 @@ def parse_event_spec(
         tiers=tiers,
         queue=parse_queue_spec(body, QueueSpec(), onsale_at),
         ga_tiers=ga_tiers,
+        shard=parse_shard(body),
     )
+
+
+def parse_shard(body: dict[str, Any]) -> int | None:
+    """``shard``: where the event goes (docs/scaling.md#placing-an-event); whether that
+    shard is listed and active is the directory's to say."""
+    value = body.get("shard")
+    if value is not None and (type(value) is not int or not 1 <= value <= 32767):
+        raise _bad("shard must be an integer from 1 to 32767.")
+    return value
 
 
 def parse_ga_tiers(raw: Any, default_max_hold: int) -> tuple[GATierSpec, ...]:

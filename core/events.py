@@ -5,15 +5,24 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.event_spec import parse_event_spec
+from onsale.core.event_move import move_event
+from onsale.core.event_spec import parse_event_spec, parse_shard
 from onsale.core.event_store import create_event
 from onsale.core.queries import queries
-from onsale.core.read_model import event_document, event_document_on, event_documents
+from onsale.core.read_model import (
+    event_document,
+    event_document_on,
+    event_documents,
+    operator_event_json,
+)
+from onsale.core.shard_directory import new_event_home
 from onsale.core.state import core_state
 from onsale.core.venue_cache import parse_layout_hash, validator
 from onsale.core.venues import VenueLayouts
@@ -31,12 +40,12 @@ from onsale.kernel.shared import shared
 
 
 async def list_events(request: Request) -> Response:
-    return JSONResponse({"events": await event_documents(core_state(request).db)})
+    return JSONResponse({"events": await event_documents(core_state(request).shards)})
 
 
 async def get_event(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
-    doc = await event_document(core_state(request).db, event_id)
+    doc = await event_document(core_state(request).shards, event_id)
     if doc is None:
         raise Problem(404, "event_not_found")
     return JSONResponse(doc)
@@ -114,10 +123,12 @@ async def post_event(request: Request) -> Response:
         key = idempotency_key(request)
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     q = queries("events")
-    db = core_state(request).db
-    # A connection of its own with the background statement bound: a large venue's
-    # seats, inventory and ANALYZE take longer than the request path's 500 ms.
-    async with db.slow_connection() as conn, conn.transaction():
+    shards = core_state(request).shards
+    # Connections of their own with the background statement bound: a large venue's
+    # seats, inventory and ANALYZE take longer than the request path's 500 ms. The key
+    # is the directory's, reserved in its transaction, which commits last
+    # (docs/scaling.md#placing-an-event).
+    async with shards.directory.slow_connection() as conn, conn.transaction():
         if key is not None:
             # Reserve the key first: a concurrent twin waits here until we commit.
             stored = await conn.fetchrow(q["reserve_key"], OPERATOR_SCOPE, key, digest)
@@ -135,12 +146,45 @@ async def post_event(request: Request) -> Response:
             default_max_hold=settings.max_seats_per_hold,
             now=await conn.fetchval("SELECT now()"),
         )
-        event_id = await create_event(conn, spec)
-        doc = await event_document_on(conn, event_id)  # in this transaction
+        home = await new_event_home(conn, spec.shard)
+        if not home.dsn:  # the directory's own database: one transaction
+            event_id = await create_event(conn, spec)
+            doc = await event_document_on(conn, event_id)  # in this transaction
+        else:
+            async with shards.database(home.shard_id).slow_connection() as on_shard:
+                event_id = await create_event(conn, spec, shard_id=home.shard_id,
+                                              shard=on_shard)
+                doc = await event_document_on(on_shard, event_id)
         assert doc is not None  # created just above
+        doc = operator_event_json(doc, home.shard_id)
         if key is not None:
             await conn.execute(q["store_key_response"], OPERATOR_SCOPE, key, doc)
+    shards.placement = shards.placement.with_event(event_id, home.shard_id)  # no wait
     return JSONResponse(doc, status_code=201, headers={"Location": f"/api/events/{event_id}"})
+
+
+async def post_move(request: Request) -> Response:
+    """Move an event to another shard before its queue opens (operator)."""
+    require_admin(request)
+    event_id = int_path(request, "event_id", "event_not_found")
+    body = await json_object(request)
+    target = parse_shard(body)
+    if target is None:
+        raise Problem(400, "invalid_request", detail="shard is required.")
+    shards = core_state(request).shards
+
+    def open_shard(shard_id: int) -> AbstractAsyncContextManager[Any]:
+        return shards.database(shard_id).slow_connection()
+
+    async with shards.directory.slow_connection() as conn:
+        moved = await move_event(conn, open_shard, event_id, target)
+    shards.placement = shards.placement.with_event(event_id, target)  # no wait
+    async with shards.database(target).connection() as conn:
+        doc = await event_document_on(conn, event_id)
+    if doc is None:
+        raise Problem(404, "event_not_found")
+    return JSONResponse({**operator_event_json(doc, target), "moved_from": moved.source,
+                         "rows_copied": moved.rows})
 
 routes = [
     Route("/api/events", list_events, methods=["GET"]),
@@ -148,4 +192,5 @@ routes = [
     Route("/api/events/{event_id}/venue", get_venue, methods=["GET"]),
     Route("/api/events/{event_id}/venue/{layout_hash}", get_venue_at, methods=["GET"]),
     Route("/api/ops/events", post_event, methods=["POST"]),
+    Route("/api/ops/events/{event_id}/move", post_move, methods=["POST"]),
 ]

@@ -130,9 +130,25 @@ PATHS: dict[str, dict[str, Any]] = {
                         "description": "Optional: a retried create returns the first event"}],
         "requestBody": {"content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/EventSpec"}}}},
-        "responses": {"201": json_body("Event"), "400": problem("invalid_request"),
+        "responses": {"201": json_body("OperatorEvent"), "400": problem("invalid_request"),
                       "401": problem("admin_required"),
-                      "409": problem("idempotency_conflict")}}},
+                      "409": problem("idempotency_conflict", "shard_not_active"),
+                      "422": problem("shard_not_found")}}},
+    "/api/ops/events/{event_id}/move": {"post": {
+        "summary": "Move an event to another shard before its queue opens (operator)",
+        "description": "Copy, verify, switch the placement, delete the old copy "
+                       "(docs/scaling.md#moving-an-event).",
+        "security": [{"admin": []}], "parameters": [EVENT_ID],
+        "requestBody": {"content": {"application/json": {"schema": {
+            "type": "object", "required": ["shard"], "properties": {
+                "shard": {"type": "integer", "minimum": 1, "maximum": 32767}}}}}},
+        "responses": {"200": json_body("OperatorEvent", "Moved, or on that shard already"),
+                      "400": problem("invalid_request"), "401": problem("admin_required"),
+                      "404": problem("event_not_found"),
+                      "409": problem("event_already_open", "shard_not_active",
+                                     "move_not_verified"),
+                      "422": problem("shard_not_found"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/ops/events/{event_id}/ga": {"get": {
         "summary": "An event's GA tiers with every stripe's counts and recent rebalances"
                    " (operator)",
@@ -230,6 +246,13 @@ SCHEMAS: dict[str, Any] = {
             "venue": {"type": "string", "description": "The layout's immutable, "
                       "content-addressed URL: /api/events/{event_id}/venue/{layout_hash}"},
             "holds": {"type": "string"}, "queue": {"type": "string"}}}}},
+    "OperatorEvent": {"allOf": [{"$ref": "#/components/schemas/Event"}, {
+        "type": "object", "properties": {
+            "shard": {"type": "integer", "description": "The shard the event lives on"},
+            "moved_from": {"type": "integer", "description": "A move's answer: the shard "
+                           "it left (the same as shard: it was there already)"},
+            "rows_copied": {"type": "object", "description": "A move's answer: the rows "
+                            "copied, per table", "additionalProperties": {"type": "integer"}}}}]},
     "EventList": {"type": "object", "properties": {
         "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}}},
     "EventSpec": {"type": "object", "required": ["name"], "properties": {
@@ -249,6 +272,9 @@ SCHEMAS: dict[str, Any] = {
                          "stripes": {"type": "integer", "minimum": 1, "maximum": 64},
                          "max_per_hold": {"type": "integer"},
                          "max_per_account": {"type": "integer"}}}},
+        "shard": {"type": "integer", "minimum": 1, "maximum": 32767,
+                  "description": "The shard to place it on (default: the active shard "
+                                 "with the fewest events on sale)"},
         **QUEUE_SETTINGS}},
     "Venue": {"type": "object", "properties": {
         "event_id": {"type": "integer"}, "seat_count": {"type": "integer"},

@@ -11,6 +11,7 @@ right after a write on the same connection). ``None`` means there is no such row
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,9 @@ from onsale.core.hold_rules import effective_status
 from onsale.core.queries import queries
 from onsale.core.venue_cache import layout_path
 from onsale.kernel.db import Database
+from onsale.kernel.placement import Placement
+from onsale.kernel.problems import Problem
+from onsale.kernel.shards import ShardSet
 from onsale.kernel.timefmt import utc_iso
 
 # ---- shaping: a row of the named query -> the API's JSON --------------------
@@ -118,30 +122,89 @@ class EventListing:
 
 
 async def event_document_on(conn: Any, event_id: int) -> dict[str, Any] | None:
-    row = await conn.fetchrow(queries("events")["events"], event_id)
+    """The event's document read on ``conn``, a connection to the event's shard."""
+    row = await conn.fetchrow(queries("events")["events"], [event_id])
     return None if row is None else event_json(row)
 
 
-async def event_document(db: Database, event_id: int) -> dict[str, Any] | None:
-    """``GET /api/events/{event_id}``'s document; None: no such event."""
+def operator_event_json(doc: dict[str, Any], shard_id: int) -> dict[str, Any]:
+    """The operator's view of an event: the document and the shard it lives on."""
+    return {**doc, "shard": shard_id}
+
+
+async def event_document(shards: ShardSet, event_id: int) -> dict[str, Any] | None:
+    """``GET /api/events/{event_id}``'s document, read on the event's shard (the cached
+    placement names it); None: no such event."""
+    try:
+        db = await shards.for_event(event_id)
+    except Problem as problem:
+        if problem.code == "event_not_found":
+            return None
+        raise
     async with db.connection() as conn:
         return await event_document_on(conn, event_id)
 
 
-async def event_documents(db: Database) -> list[dict[str, Any]]:
+async def event_documents(shards: ShardSet) -> list[dict[str, Any]]:
     """``GET /api/events``'s ``events``: every event, by on-sale time."""
-    async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["events"], None)
-    return [event_json(r) for r in rows]
+    return (await event_listing(shards)).events
 
 
-async def event_listing(db: Database, event_id: int | None = None) -> EventListing:
-    """Every event (or the one asked for: an empty list if there is none) and
-    ``now()`` read on the same connection."""
+async def event_listing(shards: ShardSet, event_id: int | None = None, *,
+                        operator: bool = False) -> EventListing:
+    """Every event (or the one asked for: an empty list if there is none) and the
+    database's ``now()``. Each shard is asked for the events the cached placement puts
+    on it, at once, and the answers are merged in on-sale order; a shard that does not
+    answer leaves its events out (the others are still listed), unless it is the only
+    one asked. ``operator``: each document names its shard."""
+    asked = _events_by_shard(shards.placement, event_id)
+    if not asked:
+        return EventListing([], await _now(shards.directory))
+    answers = await asyncio.gather(*(_read_events(shards, s, ids)
+                                     for s, ids in asked.items()), return_exceptions=True)
+    rows: list[tuple[Any, int]] = []
+    now: datetime | None = None
+    for shard_id, answer in zip(asked, answers, strict=True):
+        if isinstance(answer, BaseException):
+            if len(asked) == 1 or not isinstance(answer, Problem):
+                raise answer
+            continue  # that shard's events are out of the list until it answers
+        found, now = answer
+        rows.extend((r, shard_id) for r in found)
+    if now is None:
+        raise Problem(503, "inventory_unavailable")
+    rows.sort(key=lambda rs: (rs[0]["onsale_at"], rs[0]["event_id"]))
+    return EventListing([operator_event_json(event_json(r), s) if operator else event_json(r)
+                         for r, s in rows], now)
+
+
+def _events_by_shard(placement: Placement, event_id: int | None) -> dict[int, list[int] | None]:
+    """Which shard to ask for which events (None: all it has: a single shard)."""
+    if event_id is not None:
+        shard_id = placement.shard_of_event(event_id)
+        return {} if shard_id is None else {shard_id: [event_id]}
+    if len(placement.shards) == 1:
+        return {next(iter(placement.shards)): None}
+    by_shard: dict[int, list[int] | None] = {}
+    for placed, shard_id in sorted(placement.events.items()):
+        ids = by_shard.setdefault(shard_id, [])
+        assert ids is not None
+        ids.append(placed)
+    return by_shard
+
+
+async def _read_events(shards: ShardSet, shard_id: int,
+                       ids: list[int] | None) -> tuple[list[Any], datetime]:
+    async with shards.database(shard_id).connection() as conn:
+        rows = await conn.fetch(queries("events")["events"], ids)
+        now: datetime = await conn.fetchval("SELECT now()")
+    return list(rows), now
+
+
+async def _now(db: Database) -> datetime:
     async with db.connection() as conn:
-        rows = await conn.fetch(queries("events")["events"], event_id)
-        now = await conn.fetchval("SELECT now()")
-    return EventListing([event_json(r) for r in rows], now)
+        now: datetime = await conn.fetchval("SELECT now()")
+    return now
 
 
 # ---- holds ------------------------------------------------------------------

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from onsale.core.event_move_rules import REFUSAL_STATUS
 from onsale.core.migrate import MigrateResult, MigrationError, migrate
-from onsale.kernel.placement import masked_dsn
+from onsale.core.queries import queries
+from onsale.kernel.placement import ShardRow, home_of_new_event, masked_dsn
+from onsale.kernel.problems import Problem
 
 Connect = Callable[[str], Awaitable[Any]]  # a DSN -> an open asyncpg connection
 
@@ -26,6 +29,23 @@ async def shard_summary(conn: Any) -> list[dict[str, Any]]:
     return [{"shard": r["shard_id"], "dsn": masked_dsn(r["dsn"]), "state": r["state"],
              "epoch": r["epoch"], "events": r["events"], "on_sale": r["on_sale"],
              "added_at": r["added_at"].isoformat()} for r in rows]
+
+
+async def new_event_home(conn: Any, requested: int | None) -> ShardRow:
+    """The shard a new event goes to (the one asked for, or the active one with the
+    fewest events on sale), read from the directory in the caller's transaction; a
+    shard not listed or not active is refused."""
+    rows = await conn.fetch(queries("events")["shards_on_sale"])
+    shards = {r["shard_id"]: ShardRow(r["shard_id"], r["dsn"], r["state"], r["epoch"])
+              for r in rows}
+    home = home_of_new_event(shards, {r["shard_id"]: r["on_sale"] for r in rows}, requested)
+    if home.shard_id is None:
+        code = home.refusal or "shard_not_active"
+        detail = ("No shard is active." if requested is None
+                  else f"Shard {requested} is not listed." if code == "shard_not_found"
+                  else f"Shard {requested} is {shards[requested].state}.")
+        raise Problem(REFUSAL_STATUS[code], code, detail=detail)
+    return shards[home.shard_id]
 
 
 async def add_shard(directory: Any, dsn: str, connect: Connect) -> tuple[int, MigrateResult]:

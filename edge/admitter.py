@@ -51,6 +51,7 @@ from onsale.edge.health import HealthSource
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import Fenced, QueueStore
 from onsale.edge.runtime import Edge
+from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.config import Settings
 
 log = logging.getLogger("onsale.admitter")
@@ -192,6 +193,7 @@ class Admitter:
                 # Recorded before (a repeat): the first record's participants, always.
                 recorded = await conn.fetchval(queries("queue")["recorded_draw"], event_id)
             await conn.execute(queries("queue")["reveal_seed"], event_id)
+        await copy_to_shard(self.edge, event_id)  # the seed, public now, on the shard too
         order = draw_order(secret["seed"], [str(p) for p in recorded])
         for start in range(0, len(order), DRAW_CHUNK):
             await store.assign_draw(event_id, fence, start, order[start:start + DRAW_CHUNK])

@@ -17,6 +17,7 @@ from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge, edge_state
+from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.auth import require_admin
 from onsale.kernel.inputs import int_path, json_object
 from onsale.kernel.problems import Problem
@@ -102,6 +103,7 @@ async def update_queue(request: Request) -> Response:
                            spec.pow_difficulty)
         if spec.policy == "random":
             await commit_draw_seed(conn, event_id)
+    await copy_to_shard(edge, event_id)
     return JSONResponse(await queue_doc(edge, event_id))
 
 
@@ -113,6 +115,7 @@ async def _pause(request: Request, paused: bool) -> Response:
         found = await conn.fetchval(queries("queue")["set_paused"], event_id, paused)
     if found is None:
         raise Problem(404, "event_not_found")
+    await copy_to_shard(edge, event_id)
     if paused:  # visitors see it at once; the admitter stops at its next tick
         await edge.store.publish(event_id, {"paused": 1, "state": "paused"})
     return JSONResponse(await queue_doc(edge, event_id))

@@ -1,4 +1,4 @@
-"""The ``onsale`` command: dev, serve, migrate, audit, event create."""
+"""The ``onsale`` command: dev, serve, migrate, audit, shard, event create and move."""
 
 from __future__ import annotations
 
@@ -8,19 +8,25 @@ import json
 import os
 import secrets
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from onsale.core.audit import format_report, run_audit, violations
+from onsale.core.event_move import MoveResult, move_event
 from onsale.core.event_spec import EventSpec, parse_event_spec
 from onsale.core.event_store import create_event
 from onsale.core.migrate import MigrateResult, MigrationError, migrate
 from onsale.core.queries import queries
-from onsale.core.shard_directory import add_shard, migrate_shards, shard_summary
+from onsale.core.shard_directory import (
+    add_shard,
+    migrate_shards,
+    new_event_home,
+    shard_summary,
+)
 from onsale.embedded import (
     EmbeddedError,
     EmbeddedPostgres,
@@ -199,9 +205,42 @@ async def event_spec(conn: Any, body: dict[str, Any]) -> EventSpec:
 
 
 async def _create_event(url: str, body: dict[str, Any]) -> int:
+    """On the shard asked for, else the active one with the fewest events on sale
+    (docs/scaling.md#placing-an-event)."""
     conn = await _connect(url)
     try:
-        return await create_event(conn, await event_spec(conn, body))
+        spec = await event_spec(conn, body)
+        home = await new_event_home(conn, spec.shard)
+        if not home.dsn:  # the directory's own database
+            return await create_event(conn, spec)
+        shard = await _connect(home.dsn)
+        try:
+            return await create_event(conn, spec, shard_id=home.shard_id, shard=shard)
+        finally:
+            await shard.close()
+    finally:
+        await conn.close()
+
+
+async def _move_event(url: str, event_id: int, target: int) -> MoveResult:
+    from onsale.kernel.problems import Problem
+
+    conn = await _connect(url)
+    try:
+        dsns = {r["shard_id"]: r["dsn"] or url
+                for r in await conn.fetch("SELECT shard_id, dsn FROM shards")}
+
+        @asynccontextmanager
+        async def open_shard(shard_id: int) -> AsyncIterator[Any]:
+            if shard_id not in dsns:
+                raise Problem(422, "shard_not_found")
+            other = await _connect(dsns[shard_id])
+            try:
+                yield other
+            finally:
+                await other.close()
+
+        return await move_event(conn, open_shard, event_id, target)
     finally:
         await conn.close()
 
@@ -256,6 +295,48 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
         signal.signal(signal.SIGTERM, previous)
 
 
+async def _dev_shards(directory_url: str, servers: list[EmbeddedPostgres]) -> list[str]:
+    """``onsale dev --shards N``: database ``onsale`` on each extra server, listed as the
+    next shard the first time (``onsale shard add``); on a later start the server's port
+    may have changed, so the listed DSN follows it (a database keeps its number). Then
+    every shard is migrated, and the banner lines list the shards."""
+    from onsale.seatmap.shard_plan import slot_name
+
+    directory = await _connect(directory_url)
+    try:
+        for server in servers:
+            admin = await asyncpg.connect(server.url)
+            try:
+                if not await admin.fetchval(
+                        "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'onsale')"):
+                    await admin.execute("CREATE DATABASE onsale")
+            finally:
+                await admin.close()
+            dsn = server.url_for("onsale")
+            conn = await _connect(dsn)
+            try:
+                shard_id = (await conn.fetchval("SELECT shard_id FROM shard_identity")
+                            if await conn.fetchval("SELECT to_regclass('shard_identity')")
+                            else None)
+            finally:
+                await conn.close()
+            if shard_id is None:
+                await add_shard(directory, dsn, _connect)
+            elif await directory.fetchval(
+                    "UPDATE shards SET dsn = $2 WHERE shard_id = $1 RETURNING shard_id",
+                    shard_id, dsn) is None:
+                raise ConfigError(
+                    f"{server.data_dir} holds shard {shard_id}, which the directory does not "
+                    "list (a directory started over?): remove that directory to start over")
+        await migrate_shards(directory, _connect)
+        rows = await directory.fetch("SELECT shard_id, dsn FROM shards ORDER BY shard_id")
+    finally:
+        await directory.close()
+    slot = os.environ.get("ONSALE_SEATMAP_SLOT", "onsale_seatmap")
+    return [f"shard {r['shard_id']} {masked_dsn(r['dsn'])}, change capture on slot "
+            f"{slot_name(slot, r['shard_id'])}" for r in rows]
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     from onsale.compose import build_app, websocket_limits
 
@@ -272,6 +353,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
             if pg.started_here:
                 started.append(pg)
             env["DATABASE_URL"] = pg.url
+        shard_servers = []
+        for n in range(2, args.shards + 1):  # docs/scaling.md#onsale-dev---shards-2
+            server = start_postgres(base / f"pg-shard{n}")
+            if server.started_here:
+                started.append(server)
+            shard_servers.append(server)
         if args.valkey_cluster and env.get("REDIS_URL"):
             raise ConfigError("--valkey-cluster starts a cluster of its own: unset REDIS_URL")
         if args.valkey_cluster:  # three primaries, docs/scaling.md#valkey-cluster
@@ -295,9 +382,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
         settings = Settings.from_env(env, dev=True)
         applied = asyncio.run(_migrate(settings.database_url))
+        shard_lines = (asyncio.run(_dev_shards(settings.database_url, shard_servers))
+                       if shard_servers else [])
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
         url = f"http://{args.host}:{args.port}/"
         print(f"onsale dev: {applied.describe()}")
+        for line in shard_lines:
+            print(f"onsale dev: {line}")
         print(f"onsale dev: demo event {event_id} "
               f"({'seeded' if created else 'already there'}) — {url}api/events/{event_id}")
         print(f"onsale dev: admin token {settings.admin_token}")
@@ -419,6 +510,8 @@ def parse_ga_tier_option(text: str) -> dict[str, Any]:
 
 def cmd_event_create(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"name": args.name, "seats": args.seats}
+    if args.shard is not None:
+        body["shard"] = args.shard
     if args.ga_tier:
         try:
             body["ga_tiers"] = [parse_ga_tier_option(t) for t in args.ga_tier]
@@ -446,6 +539,28 @@ def cmd_event_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_event_move(args: argparse.Namespace) -> int:
+    """Exit 0: moved (or there already); 2: refused or failed, the reason on stderr."""
+    from onsale.kernel.problems import Problem
+
+    try:
+        with database_url() as url:
+            moved = asyncio.run(_move_event(url, args.event_id, args.shard))
+    except Problem as exc:
+        print(f"onsale event move: {exc.detail or exc.code}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # an outage, a bad URL: nothing was switched, or the move
+        print(f"onsale event move: {exc}", file=sys.stderr)  # is whole; run it again
+        return 2
+    if not moved.moved:
+        print(f"event {moved.event_id} is on shard {moved.target} already")
+        return 0
+    rows = ", ".join(f"{name} {n}" for name, n in moved.rows.items() if n)
+    print(f"event {moved.event_id} moved from shard {moved.source} to shard {moved.target}"
+          f" ({rows})")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onsale", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -457,6 +572,10 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument("--valkey-cluster", action="store_true",
                      help="start a Valkey Cluster of three primaries (in "
                      "$ONSALE_DATA_DIR/valkey-cluster) instead of one Valkey")
+    dev.add_argument("--shards", type=int, default=1, choices=range(1, 9), metavar="N",
+                     help="N shards: the directory (shard 1) and N-1 more embedded "
+                     "PostgreSQL servers (in $ONSALE_DATA_DIR/pg-shard<n>), each with its "
+                     "own change capture")
     dev.set_defaults(func=cmd_dev)
 
     serve = sub.add_parser("serve", help="run one role against configured services")
@@ -514,7 +633,15 @@ def parser() -> argparse.ArgumentParser:
                         help="most shoppers admitted at once (default 10000)")
     create.add_argument("--pow-difficulty", dest="pow_difficulty", type=int,
                         help="proof-of-work bits required to join, 0-32 (default 0: off)")
+    create.add_argument("--shard", type=int, default=None,
+                        help="the shard to place it on (default: the active shard with the "
+                             "fewest events on sale; docs/scaling.md)")
     create.set_defaults(func=cmd_event_create)
+    move = event_sub.add_parser("move", help="move an event to another shard before its "
+                                "queue opens (docs/scaling.md)")
+    move.add_argument("event_id", type=int)
+    move.add_argument("--shard", type=int, required=True, help="the shard to move it to")
+    move.set_defaults(func=cmd_event_move)
     return p
 
 

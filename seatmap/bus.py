@@ -11,13 +11,19 @@ slot of its waiting room and each script below touches one slot:
 - ``onsale:{eE}:seatmap:version`` — hash: ``vh`` (the event's current version, 16 hex
   digits) and ``gen`` (the generation that wrote it).
 
-The consumer's own keys share the hash tag ``{seatmap}`` (one slot between them):
+Each shard's consumer has its own keys (``capture_keys``), all with the hash tag
+``{seatmap}`` (one slot between them); shard 1's keep the names they had before shards:
 
-- ``onsale:{seatmap}:meta`` — hash: ``generation`` (one per rebuild), ``slot``,
-  ``published`` (every WAL position up to this is in Redis, 16 hex digits), ``epoch``
-  (rebuilds so far).
-- ``onsale:{seatmap}:events`` — set: the events whose seat map is in Redis.
-- ``onsale:seatmap:alive`` — set with a TTL by the active consumer (a key of its own).
+- ``onsale:{seatmap}:meta`` (shard n: ``onsale:{seatmap}:s<n>:meta``) — hash:
+  ``generation`` (one per rebuild), ``slot``, ``published`` (every WAL position of the
+  shard up to this is in Redis, 16 hex digits), ``epoch`` (the shard's last).
+- ``onsale:{seatmap}:events`` (``…:s<n>:events``) — set: the shard's events whose seat
+  map is in Redis.
+- ``onsale:{seatmap}:epoch`` — rebuilds so far over every shard: a rebuild's epoch is
+  above every earlier one of any shard, so the consumer of the shard an event moved to
+  takes its seat map over from the old shard's.
+- ``onsale:seatmap:alive`` (``…:alive:s<n>``) — set with a TTL by the shard's active
+  consumer (a key of its own).
 
 Writes go through Lua so each is checked and atomic in its event's slot: an entry is
 appended only if it follows the event's current version (a replay is refused by LSN, a
@@ -33,7 +39,8 @@ slot acknowledged.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import ResponseError
@@ -44,9 +51,28 @@ from onsale.seatmap.sequencer import Entry, parse_stream_entry, replay, stream_f
 from onsale.seatmap.snapshot import SeatMap, decode, encode_gzip
 
 PREFIX = "onsale:{seatmap}"
-META = f"{PREFIX}:meta"
+META = f"{PREFIX}:meta"  # shard 1's (capture_keys)
 EVENTS = f"{PREFIX}:events"
 ALIVE = "onsale:seatmap:alive"
+EPOCH = f"{PREFIX}:epoch"
+
+
+@dataclass(frozen=True)
+class CaptureKeys:
+    """One shard's consumer's own keys."""
+
+    meta: str
+    events: str
+    alive: str
+
+
+def capture_keys(shard_id: int) -> CaptureKeys:
+    """Shard 1 keeps the names from before shards (its seat maps survive the upgrade);
+    shard n's carry ``s<n>``, in the same slot as the epoch counter."""
+    if shard_id == 1:
+        return CaptureKeys(META, EVENTS, ALIVE)
+    return CaptureKeys(f"{PREFIX}:s{shard_id}:meta", f"{PREFIX}:s{shard_id}:events",
+                       f"{ALIVE}:s{shard_id}")
 RESET_CHUNK = 100  # events reset per round trip in a rebuild (a snapshot is ~16 KiB)
 
 # Before issue 23 (keys without an event's hash tag): removed by the first rebuild.
@@ -120,9 +146,13 @@ return 1
 """
 
 # A rebuild, for one event. KEYS: version, deltas, snap. ARGV: generation, maxlen, vh,
-# v, gz, the reset entry's id, then its fields.
+# v, gz, the reset entry's id, then its fields. An event moved from another shard may
+# come back at a version below its last one (another server's WAL positions): its
+# stream then starts over, since stream ids only go up.
 RESET = FENCE + """
 if superseded(KEYS[1], ARGV[1]) then return refuse(KEYS[1]) end
+local cur = redis.call('HGET', KEYS[1], 'vh')
+if cur and cur >= ARGV[3] then redis.call('DEL', KEYS[2]) end
 redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[3], 'vh', ARGV[3], 'v', ARGV[4], 'gz', ARGV[5])
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[6], unpack(ARGV, 7))
@@ -139,6 +169,17 @@ if #ARGV > 2 then redis.call('SADD', KEYS[2], unpack(ARGV, 3)) end
 local pub = redis.call('HGET', KEYS[1], 'published')
 if not pub or pub < ARGV[2] then redis.call('HSET', KEYS[1], 'published', ARGV[2]) end
 return 1
+"""
+
+
+# KEYS: the epoch counter, the shard's meta. The next epoch: above every shard's so far,
+# and above the one a meta hash counted before the counter existed.
+NEXT_EPOCH = """
+local e = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'),
+                   tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0')) + 1
+redis.call('SET', KEYS[1], e)
+redis.call('HSET', KEYS[2], 'epoch', e)
+return e
 """
 
 
@@ -180,21 +221,26 @@ def _checked(results: Sequence[Any]) -> None:
 
 
 class Bus:
-    def __init__(self, redis: RedisClient, stream_maxlen: int = 10_000) -> None:
+    def __init__(self, redis: RedisClient, stream_maxlen: int = 10_000,
+                 keys: CaptureKeys | None = None) -> None:
+        """``keys``: the consumer's own keys, its shard's (the fan-out reads only the
+        events' keys, which are the same whatever the shard)."""
         self.redis: Any = redis  # replies are bytes (no decode_responses)
         self.maxlen = stream_maxlen
+        self.keys = keys if keys is not None else capture_keys(1)
+        self._next_epoch = redis.register_script(NEXT_EPOCH)
         self._publish = redis.register_script(PUBLISH)
         self._snapshot = redis.register_script(SNAPSHOT)
         self._reset = redis.register_script(RESET)
         self._mark = redis.register_script(MARK)
 
     async def meta(self) -> dict[str, str]:
-        raw = await self.redis.hgetall(META)
+        raw = await self.redis.hgetall(self.keys.meta)
         return {k.decode(): v.decode() for k, v in raw.items()}
 
     async def events(self) -> set[int]:
         """The events listed as having a seat map in Redis."""
-        return {int(e) for e in await self.redis.smembers(EVENTS)}
+        return {int(e) for e in await self.redis.smembers(self.keys.events)}
 
     async def versions(self) -> dict[int, int]:
         """The current version of each listed event that has one."""
@@ -243,7 +289,8 @@ class Bus:
 
     async def _raise_mark(self, generation: str, published: int, events: Sequence[int]) -> None:
         try:
-            await self._mark(keys=[META, EVENTS], args=[generation, hexv(published), *events])
+            await self._mark(keys=[self.keys.meta, self.keys.events],
+                             args=[generation, hexv(published), *events])
         except ResponseError as exc:
             if "FENCED" in str(exc):
                 raise Fenced(str(exc)) from None
@@ -263,14 +310,18 @@ class Bus:
                 raise Fenced(str(exc)) from None
             raise
 
-    async def reset_all(self, slot: str, maps: dict[int, SeatMap], published: int) -> str:
+    async def reset_all(self, slot: str, maps: dict[int, SeatMap], published: int,
+                        foreign: Callable[[int], bool] | None = None) -> str:
         """A rebuild: a new generation, every event's snapshot and a reset entry; the
         generation. The meta hash names the new generation first (fencing off the old
         one) with no published mark, so a rebuild cut short is rebuilt again
-        (``replication.restore``); the mark is set once every event is reset."""
-        epoch = int(await self.redis.hincrby(META, "epoch", 1))
+        (``replication.restore``); the mark is set once every event is reset. An event
+        listed here that is not in ``maps`` has gone, and its keys with it, unless it is
+        ``foreign`` (placed on another shard, whose consumer owns its keys now)."""
+        meta = self.keys.meta
+        epoch = int(await self._next_epoch(keys=[EPOCH, meta]))
         generation = f"{epoch}.{uuid.uuid4().hex[:12]}"
-        await self.redis.hset(META, mapping={"generation": generation, "slot": slot,
+        await self.redis.hset(meta, mapping={"generation": generation, "slot": slot,
                                              "published": hexv(0)})
         ids = sorted(maps)
         for start in range(0, len(ids), RESET_CHUNK):
@@ -283,7 +334,8 @@ class Bus:
                               [generation, self.maxlen, *self._snapshot_fields(seat_map),
                                stream_id(entry), *fields]))
             _checked(await run_scripts(self.redis, calls, raise_on_error=False))
-        gone = sorted((await self.events()) - set(ids))
+        gone = sorted(e for e in (await self.events()) - set(ids)
+                      if foreign is None or not foreign(e))
         stale = [*LEGACY_KEYS, *(k for e in ids for k in legacy_keys(e)),
                  *(k for e in gone for k in (version_key(e), snap_key(e)))]
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -291,10 +343,10 @@ class Bus:
                 pipe.delete(key)
             await pipe.execute()
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(EVENTS)
+            pipe.delete(self.keys.events)
             for start in range(0, len(ids), 10_000):
-                pipe.sadd(EVENTS, *ids[start:start + 10_000])
-            pipe.hset(META, "published", hexv(published))
+                pipe.sadd(self.keys.events, *ids[start:start + 10_000])
+            pipe.hset(meta, "published", hexv(published))
             await pipe.execute()
         return generation
 

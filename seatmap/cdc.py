@@ -1,6 +1,8 @@
 """The change-capture consumer: one pgoutput slot → the per-event Redis streams.
 
-One consumer per slot: a session advisory lock in PostgreSQL is the lease
+One consumer per shard, each on its own slot (seatmap/capture.py runs them; the slot
+names, seatmap/shard_plan.py). One consumer per slot: a session advisory lock in
+PostgreSQL is the lease
 (a second consumer waits on it and takes over when the first one's session
 ends, kill -9 included). With the lease it restores the seat maps from Redis
 (or rebuilds them, seatmap/replication.py), then streams:
@@ -19,12 +21,14 @@ a keepalive with nothing pending is confirmed too.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -32,12 +36,13 @@ import asyncpg
 from onsale.core.outbox_relay import backoff
 from onsale.kernel.valkey import RedisClient
 from onsale.seatmap import replication
-from onsale.seatmap.bus import ALIVE, Bus, Fenced, Gap
+from onsale.seatmap.bus import Bus, Fenced, Gap, capture_keys
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.pgoutput import decode
 from onsale.seatmap.queries import queries
 from onsale.seatmap.sequencer import Entry, Heartbeat, Rebuild, Sequencer
+from onsale.seatmap.shard_plan import slot_name
 from onsale.seatmap.snapshot import SeatMap
 
 log = logging.getLogger("onsale.seatmap.cdc")
@@ -51,13 +56,20 @@ class RebuildNeeded(Exception):
 
 class Consumer:
     def __init__(self, database_url: str, redis: RedisClient, settings: SeatmapSettings,
-                 metrics: SeatmapMetrics) -> None:
+                 metrics: SeatmapMetrics, *, shard_id: int = 1,
+                 replication_url: str | None = None,
+                 skip: Callable[[int], bool] | None = None) -> None:
+        """The consumer of shard ``shard_id``, whose database is ``database_url``: its
+        slot (``shard_plan.slot_name``), its keys in Redis (``bus.capture_keys``) and
+        its metrics are its shard's. ``skip``: events placed on another shard."""
+        self.shard_id = shard_id
         self.url = database_url
-        self.repl_url = settings.replication_url or database_url
-        self.settings = settings
-        self.metrics = metrics
-        self.bus = Bus(redis, settings.stream_maxlen)
+        self.repl_url = replication_url or settings.replication_url or database_url
+        self.settings = dataclasses.replace(settings, slot=slot_name(settings.slot, shard_id))
+        self.metrics = metrics.capture(shard_id)
+        self.bus = Bus(redis, settings.stream_maxlen, capture_keys(shard_id))
         self.redis = redis
+        self.skip = skip
         self.instance = uuid.uuid4().hex[:8]
         self.active = False
         self.publishes = 0
@@ -79,7 +91,8 @@ class Consumer:
             except Exception as exc:
                 failures += 1
                 self.metrics.cdc_errors.inc()
-                log.warning("seat-map consumer stopped (%d in a row): %r", failures, exc)
+                log.warning("seat-map consumer of shard %d stopped (%d in a row): %r",
+                            self.shard_id, failures, exc)
             finally:
                 self.active = False
                 self.metrics.cdc_active.set(0)
@@ -95,8 +108,8 @@ class Consumer:
                 await asyncio.sleep(self.settings.lease_retry_ms / 1000)
             self.active = True
             self.metrics.cdc_active.set(1)
-            log.info("seat-map consumer %s holds the lease of slot %s", self.instance,
-                     self.settings.slot)
+            log.info("seat-map consumer %s holds the lease of slot %s (shard %d)",
+                     self.instance, self.settings.slot, self.shard_id)
             widened = await replication.ensure_publication(lease, self.settings)
             self._rebuild = self._rebuild or widened
             repl = await asyncio.to_thread(replication.connect, self.repl_url)
@@ -105,7 +118,8 @@ class Consumer:
                 if self._rebuild is not None or isinstance(restored, str):
                     reason = self._rebuild or str(restored)
                     maps, generation = await replication.rebuild(
-                        lease, repl, self.bus, self.settings, self.metrics, reason)
+                        lease, repl, self.bus, self.settings, self.metrics, reason,
+                        self._skips)
                     self._rebuild = None
                 else:
                     maps, generation = restored
@@ -115,6 +129,15 @@ class Consumer:
                 repl.close()
         finally:
             await lease.close()
+
+    def _skips(self, event_id: int) -> bool:
+        return self.skip is not None and self.skip(event_id)
+
+    def request_rebuild(self, reason: str) -> None:
+        """Rebuild at the next turn of the stream (an event moved onto this shard): only
+        the consumer streaming acts on it; a standby restores what that one rebuilt."""
+        if self.active:
+            self._rebuild = reason
 
     async def _slot_metrics(self, conn: Any) -> None:
         slot = await replication.slot_row(conn, self.settings)
@@ -134,7 +157,7 @@ class Stream:
         self.lease = lease
         self.cur = repl.cur
         self.fd = repl.conn.fileno()
-        self.seq = Sequencer(maps)
+        self.seq = Sequencer(maps, consumer.skip)
         self.generation = generation
         self.confirmed = 0  # in Redis: the server may forget everything before it
         self.reported = 0  # what the server was last told (send_feedback)
@@ -260,13 +283,16 @@ class Stream:
 
     async def _periodic(self, now: float, timers: dict[str, float]) -> None:
         s, m = self.c.settings, self.c.metrics
+        if self.c._rebuild is not None:
+            raise RebuildNeeded(self.c._rebuild)
         if now >= timers["beat"]:
             timers["beat"] = now + s.heartbeat_interval_ms / 1000
             self.beats += 1
             self.outstanding[self.beats] = time.time()
             await self.lease.fetchval(queries("cdc")["heartbeat"], json.dumps(
                 {"c": self.c.instance, "n": self.beats, "at": time.time()}))
-            await self.c.redis.set(ALIVE, self.c.instance, px=3 * s.heartbeat_interval_ms)
+            await self.c.redis.set(self.c.bus.keys.alive, self.c.instance,
+                                   px=3 * s.heartbeat_interval_ms)
             oldest = min(self.outstanding.values(), default=time.time())
             m.slot_lag_seconds.set(max(0.0, time.time() - oldest))
         if now >= timers["snap"]:

@@ -23,16 +23,21 @@ class SeatmapSettings(Section):
     ENV_PREFIX: ClassVar[str] = "ONSALE_SEATMAP_"
 
     slot: str = setting(
-        "onsale_seatmap", "The logical replication slot (and the name of the consumers' "
-        "lease). The same on both cdc processes", parse=_identifier,
+        "onsale_seatmap", "The logical replication slot of shard 1 (and the name of the "
+        "consumers' lease); shard n's is this name with `_s<n>`. The same on both cdc "
+        "processes", parse=_identifier,
         range_doc="lower-case identifier, at most 63 characters")
     publication: str = setting(
         "onsale_seatmap", "The publication on `seat_inventory`; created by the consumer if "
         "missing", parse=_identifier, range_doc="same")
     replication_url: str | None = setting(
-        None, "The connection that streams the slot (needs the `REPLICATION` attribute and a "
-        "`replication` line in `pg_hba.conf`)", default_doc="`DATABASE_URL`",
+        None, "The connection that streams shard 1's slot (its role needs the `REPLICATION` "
+        "attribute); shard n's streams with the shard's DSN", default_doc="`DATABASE_URL`",
         range_doc="libpq URL")
+    shard_reload_s: int = setting(
+        10, "How often the cdc process reads the shard list again, to start a consumer for "
+        "a shard added since (a change of placement is noticed at once)", lo=1, hi=3600,
+        unit="s")
     stream_maxlen: int = setting(
         10_000, "`MAXLEN ~` of each event's stream, and the entries each fan-out process "
         "keeps per event for clients that reconnect with `since`", lo=100, hi=10_000_000)

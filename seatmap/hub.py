@@ -21,8 +21,9 @@ import logging
 import time
 from typing import Any
 
+from onsale.kernel.shards import ShardSet
 from onsale.kernel.valkey import RedisClient
-from onsale.seatmap.bus import ALIVE, Bus, stream_key
+from onsale.seatmap.bus import Bus, capture_keys, stream_key
 from onsale.seatmap.clients import Client, Outgoing
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
@@ -35,6 +36,7 @@ from onsale.seatmap.sequencer import (
     parse_stream_entry,
     replay,
 )
+from onsale.seatmap.shard_plan import capturing
 from onsale.seatmap.snapshot import SeatMap, encode_gzip
 from onsale.seatmap.sockets import AccountSockets, Admitted, close_for, expired
 
@@ -221,9 +223,11 @@ class Channel:
 
 class Hub:
     def __init__(self, redis: RedisClient, settings: SeatmapSettings, metrics: SeatmapMetrics, *,
-                 reader: RedisClient | None = None) -> None:
+                 reader: RedisClient | None = None, shards: ShardSet | None = None) -> None:
         """``redis``: the request path's client (bounded; snapshots, loads,
-        heartbeats). ``reader``: the client the channels block on (XREAD)."""
+        heartbeats). ``reader``: the client the channels block on (XREAD). ``shards``:
+        the process's shard set, whose placement says which shard's consumer an event's
+        changes come from (None: shard 1's alone)."""
         self.redis: Any = redis
         self.reader: Any = reader if reader is not None else redis
         self.bus = Bus(redis, settings.stream_maxlen)
@@ -232,7 +236,9 @@ class Hub:
         self.tick = settings.tick_ms / 1000
         self.ring_size = settings.stream_maxlen
         self.channels: dict[int, Channel] = {}
-        self.live = False
+        self.shards = shards
+        self.live = False  # every shard's consumer is alive
+        self.alive: dict[int, bool] = {}  # shard -> its consumer is alive
         self._heartbeat: asyncio.Task[None] | None = None
         # Admitted sockets (docs/security.md#websockets): one timer re-checks them all.
         self.admitted: dict[Client, Admitted] = {}
@@ -257,6 +263,25 @@ class Hub:
             channel.ready.set()
         await channel.ready.wait()
         return channel if self.channels.get(event_id) is channel else None
+
+    def live_for(self, event_id: int) -> bool:
+        """Whether the consumer of the event's shard is alive (its changes flow)."""
+        shard_id = (self.shards.placement.shard_of_event(event_id)
+                    if self.shards is not None else 1)
+        return self.alive.get(shard_id or 1, False)
+
+    async def read_alive(self) -> None:
+        """Each captured shard's liveness key, one command a key (each its own slot)."""
+        ids = capturing(self.shards.placement.shards) if self.shards is not None else [1]
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for shard_id in ids:
+                    pipe.exists(capture_keys(shard_id).alive)
+                found = await pipe.execute()
+            self.alive = {s: bool(n) for s, n in zip(ids, found, strict=True)}
+        except Exception:
+            self.alive = {}
+        self.live = bool(self.alive) and all(self.alive.values())
 
     def outgoing(self, frame: bytes) -> Outgoing:
         """A frame for every client: as text, or gzip-compressed in a binary message once
@@ -322,12 +347,10 @@ class Hub:
 
     async def heartbeats(self) -> None:
         """Every few seconds, to every client: the version and whether changes flow
-        (a consumer is alive). Channels without clients for a minute are closed."""
+        (the consumer of the event's shard is alive). Channels without clients for a
+        minute are closed."""
         while True:
-            try:
-                self.live = bool(await self.redis.exists(ALIVE))
-            except Exception:
-                self.live = False
+            await self.read_alive()
             now = asyncio.get_running_loop().time()
             for event_id, channel in list(self.channels.items()):
                 if channel.clients:
@@ -337,5 +360,6 @@ class Hub:
                     del self.channels[event_id]
                     continue
                 channel.broadcast(Outgoing(control_frame(
-                    "heartbeat", version=format_lsn(channel.state.version), live=self.live)))
+                    "heartbeat", version=format_lsn(channel.state.version),
+                    live=self.live_for(event_id))))
             await asyncio.sleep(self.settings.client_heartbeat_s)

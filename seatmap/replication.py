@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from onsale.seatmap.bus import Bus
 from onsale.seatmap.config import SeatmapSettings
-from onsale.seatmap.metrics import SeatmapMetrics
+from onsale.seatmap.metrics import CaptureMetrics
 from onsale.seatmap.pgoutput import parse_lsn
 from onsale.seatmap.queries import queries
 from onsale.seatmap.snapshot import SeatMap, visible
@@ -43,9 +44,11 @@ def connect(url: str) -> Replication:
     import psycopg2
     import psycopg2.extras
 
+    # A bounded connect: a shard's server that does not answer must not hold this
+    # consumer's thread for long (the others run on regardless, seatmap/capture.py).
     conn = psycopg2.connect(url, connection_factory=psycopg2.extras.LogicalReplicationConnection,
                             options="-c TimeZone=UTC -c DateStyle=ISO",
-                            application_name="onsale-seatmap-cdc")
+                            application_name="onsale-seatmap-cdc", connect_timeout=10)
     return Replication(conn, conn.cursor())
 
 
@@ -121,17 +124,23 @@ async def _drop_slot(conn: Any, settings: SeatmapSettings) -> None:
     raise RuntimeError(f"slot {settings.slot} stayed active")
 
 
+def _never(event_id: int) -> bool:
+    return False
+
+
 async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSettings,
-                  metrics: SeatmapMetrics, reason: str) -> tuple[dict[int, SeatMap], str]:
+                  metrics: CaptureMetrics, reason: str,
+                  skip: Callable[[int], bool] = _never) -> tuple[dict[int, SeatMap], str]:
     """A new slot and every seat map from the snapshot it exports, as a new generation.
 
     The slot's exported snapshot holds exactly the transactions that commit
     before its consistent point; decoding starts at that point, so nothing is
     missed or applied twice. Every map gets version consistent_point - 1 (no
     commit at or after the consistent point is in it), and every client is
-    told to reload."""
-    log.warning("rebuilding the seat maps: %s", reason)
-    metrics.rebuilds.labels(reason.split(" (")[0]).inc()
+    told to reload. Events ``skip`` names (placed on another shard) are left out,
+    and their keys left alone: another shard's consumer owns them."""
+    log.warning("rebuilding the seat maps of slot %s: %s", settings.slot, reason)
+    metrics.rebuilt(reason.split(" (")[0])
     await _drop_slot(conn, settings)
     await asyncio.to_thread(repl.cur.create_replication_slot, settings.slot,
                             output_plugin="pgoutput")
@@ -144,17 +153,21 @@ async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSetti
         await conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
         for row in await conn.fetch(queries("cdc")["load_inventory"]):
             event_id = row["event_id"]
+            if skip(event_id):
+                continue
             seat_map = maps.get(event_id)
             if seat_map is None:
                 seat_map = maps[event_id] = SeatMap(event_id, base)
             seat_map.set(row["seat_id"], *visible(row["status"], row["hold_expires_at"]))
         for row in await conn.fetch(queries("cdc")["load_places"]):
             event_id = row["event_id"]
+            if skip(event_id):
+                continue
             seat_map = maps.get(event_id)
             if seat_map is None:  # general admission only
                 seat_map = maps[event_id] = SeatMap(event_id, base)
             seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
-    generation = await bus.reset_all(settings.slot, maps, base)
+    generation = await bus.reset_all(settings.slot, maps, base, foreign=skip)
     log.warning("rebuilt %d seat maps at %s (generation %s)", len(maps), consistent_point,
                 generation)
     return maps, generation

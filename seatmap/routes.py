@@ -3,8 +3,8 @@
 ``GET /api/events/{event_id}/seatmap`` serves the latest snapshot stored in
 Redis, gzip-compressed once by the consumer, with ``ETag`` = its version and
 ``Cache-Control: max-age=1`` so a CDN absorbs reloads. While change capture
-is down (no live consumer) it reads the table instead, at most once per
-``ONSALE_SEATMAP_FALLBACK_MAX_AGE_S`` per process, and says so
+is down (no live consumer for the event's shard) it reads the event's shard
+instead, at most once per ``ONSALE_SEATMAP_FALLBACK_MAX_AGE_S`` per process, and says so
 (``Seatmap-Source: database``, a longer max-age): clients poll it at that
 rate. ``WS /ws/events/{event_id}/seatmap?since=VERSION`` is documented in
 docs/seatmap-protocol.md.
@@ -33,6 +33,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from onsale.kernel.db import Database
 from onsale.kernel.inputs import accepts_gzip, etag_matches, parse_id
 from onsale.kernel.problems import Problem, ProblemResponse
+from onsale.kernel.shards import ShardSet
 from onsale.seatmap.bus import Bus
 from onsale.seatmap.clients import Client, DirectClient, make_client
 from onsale.seatmap.config import SeatmapSettings
@@ -64,6 +65,7 @@ class Seatmap:
     fallback: dict[int, tuple[float, str, bytes]] = field(default_factory=dict)
     locks: dict[int, asyncio.Lock] = field(default_factory=dict)
     origins: frozenset[str] | None = None  # handshakes from other origins are refused
+    shards: ShardSet | None = None  # the fallback reads the event's shard (None: ``db``)
 
 
 def seatmap_state(connection: HTTPConnection) -> Seatmap:
@@ -76,7 +78,7 @@ async def get_seatmap(request: Request) -> Response:
     sm = seatmap_state(request)
     await sm.gate(request, event_id)
     blob = None
-    if sm.hub.live:
+    if sm.hub.live_for(event_id):
         try:
             blob = await sm.bus.snapshot_blob(event_id)
         except Exception:  # Redis down: the database answers
@@ -104,10 +106,11 @@ async def _from_database(sm: Seatmap, event_id: int) -> tuple[str, bytes]:
         cached = sm.fallback.get(event_id)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1], cached[2]
-        if sm.db is None:
+        db = await sm.shards.for_event(event_id) if sm.shards is not None else sm.db
+        if db is None:
             raise Problem(503, "inventory_unavailable")
         q = queries("cdc")
-        async with sm.db.connection() as conn, conn.transaction(
+        async with db.connection() as conn, conn.transaction(
                 isolation="repeatable_read", readonly=True):
             rows = await conn.fetch(q["event_inventory"], event_id)
             places = await conn.fetch(q["event_places"], event_id)

@@ -18,7 +18,7 @@ frames (docs/seatmap-protocol.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +73,12 @@ Output = Entry | Heartbeat | Rebuild
 
 
 class Sequencer:
-    def __init__(self, maps: dict[int, SeatMap]) -> None:
+    def __init__(self, maps: dict[int, SeatMap],
+                 skip: Callable[[int], bool] | None = None) -> None:
+        """``skip``: events whose rows are ignored (placed on another shard, whose
+        consumer publishes them; seatmap/shard_plan.py ``foreign``)."""
         self.maps = maps
+        self.skip = skip
         self.position = 0  # every transaction ending at or before this is fully fed
         self.in_transaction = False
         self.replayed = 0  # per-event transactions skipped as already applied
@@ -128,11 +132,15 @@ class Sequencer:
             ga = self._ga_columns.get(oid)
             if ga is not None:
                 e, t, s, a = ga
+                if self.skip is not None and self.skip(int(key[e])):
+                    return
                 available = 0 if new is None else int(new[a])  # a deleted stripe sells nothing
                 self._places.append((int(key[e]), int(key[t]), int(key[s]), available, inserted))
             return
         e, s, st, ex = cols
         event_id, seat_id = int(key[e]), int(key[s])
+        if self.skip is not None and self.skip(event_id):
+            return
         if new is None:  # a deleted seat is no longer for sale
             self._rows.append((event_id, seat_id, BLOCKED, None, False))
             return

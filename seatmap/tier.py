@@ -19,7 +19,7 @@ from onsale.kernel.origins import public_origins
 from onsale.kernel.shared import Shared
 from onsale.kernel.tasks import stop_background
 from onsale.seatmap.bus import Bus
-from onsale.seatmap.cdc import Consumer
+from onsale.seatmap.capture import Capture
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.hub import Hub
 from onsale.seatmap.metrics import SeatmapMetrics
@@ -35,14 +35,14 @@ def require_redis(settings: Settings, role: str) -> str:
 
 @contextlib.asynccontextmanager
 async def running_capture(settings: Settings, seatmap: SeatmapSettings,
-                          metrics: SeatmapMetrics) -> AsyncIterator[Consumer]:
-    """One replication consumer (or a standby waiting for the lease) as a background
-    task for the duration of the block."""
+                          metrics: SeatmapMetrics) -> AsyncIterator[Capture]:
+    """A replication consumer per shard (each streaming, or a standby waiting for its
+    lease), started from the directory's shard list, for the duration of the block."""
     redis = background_redis(require_redis(settings, "cdc"))
-    consumer = Consumer(settings.database_url, redis, seatmap, metrics)
-    task = asyncio.create_task(consumer.run(), name="onsale-seatmap-cdc")
+    capture = Capture(settings.database_url, redis, seatmap, metrics)
+    task = asyncio.create_task(capture.run(), name="onsale-seatmap-capture")
     try:
-        yield consumer
+        yield capture
     finally:
         await stop_background([task])
         await redis.aclose()
@@ -52,7 +52,8 @@ async def running_capture(settings: Settings, seatmap: SeatmapSettings,
 async def running_seatmap(shared: Shared, seatmap: SeatmapSettings, metrics: SeatmapMetrics,
                           *, gate: Gate = allow_all) -> AsyncIterator[Seatmap]:
     """The hub, reading each event's stream once for all this process's sockets; the
-    snapshot falls back to the database (the shared pool) when the stream has none."""
+    snapshot falls back to the event's shard (the process's shard set) when the stream
+    has none or the shard's consumer is not live."""
     redis_url = require_redis(shared.settings, "seatmap")
     if shared.redis is None:
         raise ConfigError("the seat map needs the process's Redis client")
@@ -60,12 +61,13 @@ async def running_seatmap(shared: Shared, seatmap: SeatmapSettings, metrics: Sea
         # The channels block on XREAD (2 s): a client of their own, with a longer wait.
         reader = background_redis(redis_url, socket_timeout=READ_SOCKET_TIMEOUT)
         stack.push_async_callback(reader.aclose)
-        hub = Hub(shared.redis, seatmap, metrics, reader=reader)
+        hub = Hub(shared.redis, seatmap, metrics, reader=reader, shards=shared.shards)
         hub.start()
         stack.push_async_callback(hub.stop)
         settings = shared.settings
         yield Seatmap(seatmap, Bus(shared.redis, seatmap.stream_maxlen), hub, shared.db, gate,
-                      origins=public_origins(settings.public_url, settings.allowed_origins))
+                      origins=public_origins(settings.public_url, settings.allowed_origins),
+                      shards=shared.shards)
 
 
 def seatmap_health_route() -> Route:
@@ -75,13 +77,16 @@ def seatmap_health_route() -> Route:
     return Route("/healthz", healthz, methods=["GET"])
 
 
-def capture_state(connection: HTTPConnection) -> Consumer:
-    return cast(Consumer, connection.app.state.capture)
+def capture_state(connection: HTTPConnection) -> Capture:
+    return cast(Capture, connection.app.state.capture)
 
 
 def capture_health_route() -> Route:
-    """Reports whether this consumer is the active one (holds the lease)."""
+    """Reports whether this process streams (holds a slot's lease): ``active`` for any
+    shard, ``shards`` for each."""
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "active": capture_state(request).active})
+        capture = capture_state(request)
+        return JSONResponse({"status": "ok", "active": capture.active,
+                             "shards": capture.shards()})
 
     return Route("/healthz", healthz, methods=["GET"])

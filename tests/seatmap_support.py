@@ -29,6 +29,10 @@ from tests.conftest import make_settings
 EVENT_SQL = """INSERT INTO events (name, starts_at, onsale_at, hold_ttl_seconds,
     max_tickets_per_account, max_seats_per_hold, seat_count)
     VALUES ($1, now() + interval '1 day', now(), 300, 6, 6, $2) RETURNING event_id"""
+EVENT_WITH_ID_SQL = """INSERT INTO events (event_id, name, starts_at, onsale_at,
+    hold_ttl_seconds, max_tickets_per_account, max_seats_per_hold, seat_count)
+    OVERRIDING SYSTEM VALUE
+    VALUES ($3, $1, now() + interval '1 day', now(), 300, 6, 6, $2)"""
 
 
 def seatmap_settings(**overrides: Any) -> SeatmapSettings:
@@ -74,14 +78,18 @@ async def drop_slot(db_url: str, slot: str, within: float = 30) -> None:
 
 
 async def create_event(conn: Any, seats: int, name: str = "seat map night",
-                       ga: tuple[tuple[int, int], ...] = ()) -> int:
+                       ga: tuple[tuple[int, int], ...] = (), *,
+                       event_id: int | None = None) -> int:
     """An event with seats 1..n, all AVAILABLE, and GA tiers 1, 2, … of (capacity,
     stripes), the capacity split over the stripes, in one transaction (as core creates
-    them)."""
+    them). ``event_id``: the id the directory allocated (an event on another shard)."""
     from onsale.core.event_store import split
 
     async with conn.transaction():
-        event_id: int = await conn.fetchval(EVENT_SQL, name, seats)
+        if event_id is None:
+            event_id = int(await conn.fetchval(EVENT_SQL, name, seats))
+        else:
+            await conn.execute(EVENT_WITH_ID_SQL, name, seats, event_id)
         for tier_id, (capacity, stripes) in enumerate(ga, start=1):
             await conn.execute(
                 "INSERT INTO ga_tiers (event_id, tier_id, name, price_minor, capacity, "

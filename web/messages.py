@@ -26,6 +26,12 @@ SENTENCES: dict[str, str] = {
     "idempotency_conflict": "This request was already sent with different details. "
                             "Please start again.",
     "event_not_found": "We could not find this event.",
+    "shard_not_found": "There is no shard with that number.",
+    "shard_not_active": "That shard takes no new events. Choose another.",
+    "event_already_open": "This event can no longer move: its queue opens soon or has "
+                          "opened, or it has holds.",
+    "move_not_verified": "The event's copy did not match, so it stayed where it was. "
+                         "Try again.",
     "venue_not_found": "We could not load this seat map. Please reload the page.",
     "hold_not_found": "We could not find these seats for your account. They may have "
                       "been released.",

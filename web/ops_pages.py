@@ -50,7 +50,7 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
     prequeue_at = parse_utc_iso(prequeue) if prequeue else None
     return {
         "event_id": doc["event_id"], "name": doc["name"], "venue_name": doc["venue_name"],
-        "seat_count": doc["seat_count"], "policy": policy,
+        "seat_count": doc["seat_count"], "shard": doc.get("shard"), "policy": policy,
         "policy_words": POLICY_WORDS.get(policy, policy),
         "onsale_when": when(onsale), "starts_when": when(starts),
         "prequeue_when": when(prequeue_at) if prequeue_at else "as soon as the event exists",
@@ -62,7 +62,7 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 async def _events(request: Request, event_id: int | None = None) -> list[dict[str, Any]]:
-    listing = await event_listing(shared(request).database, event_id)
+    listing = await event_listing(shared(request).shard_set, event_id, operator=True)
     return [event_view(doc, listing.now) for doc in listing.events]
 
 

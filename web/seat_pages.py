@@ -102,7 +102,7 @@ async def seat_map_page(request: Request) -> Response:
     if await signed_in_account(request) is None:
         return _sign_in(request)
     event_id = parse_id(request.path_params["event_id"])
-    event = None if event_id is None else await event_document(shared(request).database, event_id)
+    event = None if event_id is None else await event_document(shared(request).shard_set, event_id)
     if event is None:
         return await problem_page(request, 404, "event_not_found", title="Event not found")
     page = {"event": event, "queue_url": f"/events/{event_id}/queue"}

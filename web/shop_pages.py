@@ -102,7 +102,7 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
 # ---- data ------------------------------------------------------------------
 
 async def _events(request: Request) -> list[dict[str, Any]]:
-    docs = await event_documents(shared(request).database)
+    docs = await event_documents(shared(request).shard_set)
     now = datetime.now(UTC)
     return [event_view(doc, now) for doc in docs]
 
@@ -114,7 +114,7 @@ def _event_id(request: Request) -> int | None:
 async def _one_event(request: Request) -> dict[str, Any] | Response:
     event_id = _event_id(request)
     try:
-        doc = None if event_id is None else await event_document(shared(request).database,
+        doc = None if event_id is None else await event_document(shared(request).shard_set,
                                                                  event_id)
     except Problem as problem:
         return await problem_page(request, problem.status, problem.code)

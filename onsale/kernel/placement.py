@@ -58,6 +58,37 @@ def choose_shard(shards: Mapping[int, ShardRow], on_sale: Mapping[int, int]) -> 
     return min(active, key=lambda s: (on_sale.get(s, 0), s))
 
 
+def shard_refusal(shards: Mapping[int, ShardRow], shard_id: int) -> str | None:
+    """Why a new or moved event may not go to ``shard_id``: ``shard_not_found`` (not
+    listed) or ``shard_not_active`` (retired); None when it may."""
+    row = shards.get(shard_id)
+    if row is None:
+        return "shard_not_found"
+    return None if row.state == "active" else "shard_not_active"
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where a new event goes: a shard, or why it cannot go where it was asked to
+    (``refusal``, a stable problem code)."""
+
+    shard_id: int | None
+    refusal: str | None = None
+
+
+def home_of_new_event(shards: Mapping[int, ShardRow], on_sale: Mapping[int, int],
+                      requested: int | None) -> Home:
+    """The shard asked for, if it is listed and active; else, when none was asked for,
+    ``choose_shard``'s."""
+    if requested is not None:
+        refusal = shard_refusal(shards, requested)
+        return Home(None, refusal) if refusal else Home(requested)
+    try:
+        return Home(choose_shard(shards, on_sale))
+    except ValueError:
+        return Home(None, "shard_not_active")
+
+
 def masked_dsn(dsn: str) -> str:
     """A DSN fit to print: its password replaced by ``***``."""
     if not dsn:

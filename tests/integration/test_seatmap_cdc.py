@@ -120,7 +120,7 @@ async def test_restart_resumes_without_a_reset_or_a_duplicate(
     found = await entries(redis_client, event_id)
     assert_chain(found)
     assert [e.changes for e in found[1:]] == writer.expected
-    assert metrics.rebuilds.labels("no slot")._value.get() == 1  # the first start only
+    assert metrics.rebuilds.labels("1", "no slot")._value.get() == 1  # the first start only
 
 
 async def test_redis_loss_means_a_rebuild_and_a_new_generation(

@@ -49,7 +49,7 @@ def start_cdc(db_url: str, redis_url: str, settings: SeatmapSettings, **extra: s
 def scrape(port: int, name: str) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
-    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{name}(?:{{shard=\"1\"}})? (\S+)$", text, re.MULTILINE)
     return float(found[1]) if found else 0.0
 
 

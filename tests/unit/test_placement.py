@@ -6,7 +6,15 @@ import uuid
 
 import pytest
 
-from onsale.kernel.placement import Placement, ShardRow, choose_shard, masked_dsn
+from onsale.kernel.placement import (
+    Home,
+    Placement,
+    ShardRow,
+    choose_shard,
+    home_of_new_event,
+    masked_dsn,
+    shard_refusal,
+)
 from onsale.kernel.shard_ids import stamp
 
 MADE = uuid.UUID("019ade7a-9480-7123-8abc-def012345678")  # 1764669166720 ms
@@ -42,6 +50,19 @@ def test_a_new_event_goes_to_the_active_shard_with_fewest_events_on_sale() -> No
     assert choose_shard(three, {}) == 1
     with pytest.raises(ValueError):
         choose_shard({3: three[3]}, {})
+
+
+def test_a_shard_asked_for_must_be_listed_and_active() -> None:
+    three = {**TWO, 3: ShardRow(3, "x", state="retired")}
+    assert [shard_refusal(three, s) for s in (1, 2, 3, 4)] == [
+        None, None, "shard_not_active", "shard_not_found"]
+    # Asked for: that shard even if it is the busiest; refused if it cannot take events.
+    assert home_of_new_event(three, {2: 9}, 2) == Home(2)
+    assert home_of_new_event(three, {}, 3) == Home(None, "shard_not_active")
+    assert home_of_new_event(three, {}, 4) == Home(None, "shard_not_found")
+    # Not asked for: the fewest on sale; none active at all is refused.
+    assert home_of_new_event(three, {1: 2, 2: 1}, None) == Home(2)
+    assert home_of_new_event({3: three[3]}, {}, None) == Home(None, "shard_not_active")
 
 
 def test_a_printed_dsn_hides_its_password() -> None:

@@ -16,8 +16,10 @@ from starlette.applications import Starlette
 from onsale.kernel.config import Settings
 from onsale.kernel.cookies import cookie_policy
 from onsale.kernel.db import Database
+from onsale.kernel.placement import Placement, ShardRow
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import COOKIE, SessionCodec, SessionRef, Sessions, new_session_id
+from onsale.kernel.shards import ShardSet
 from onsale.kernel.shared import Shared
 from onsale.web import shop_pages
 from tests.sessions_support import MemorySessionStore
@@ -42,7 +44,8 @@ def row(event_id: int = 7, **over: Any) -> dict[str, Any]:
 
 
 class FakeDb:
-    """Answers ``queries("events")["events"]`` (all events, or one) with the rows given."""
+    """Answers ``queries("events")["events"]`` (all events, or those listed) with the rows
+    given."""
 
     def __init__(self, rows: list[dict[str, Any]], down: bool = False) -> None:
         self.rows, self.down = rows, down
@@ -53,11 +56,15 @@ class FakeDb:
             raise Problem(503, "inventory_unavailable")
         yield self
 
-    async def fetch(self, sql: str, event_id: int | None) -> list[dict[str, Any]]:
-        return [r for r in self.rows if event_id is None or r["event_id"] == event_id]
+    async def fetch(self, sql: str, event_ids: list[int] | None) -> list[dict[str, Any]]:
+        return [r for r in self.rows if event_ids is None or r["event_id"] in event_ids]
 
-    async def fetchrow(self, sql: str, event_id: int) -> dict[str, Any] | None:
-        return next(iter(await self.fetch(sql, event_id)), None)
+    async def fetchrow(self, sql: str, event_ids: list[int]) -> dict[str, Any] | None:
+        return next(iter(await self.fetch(sql, event_ids)), None)
+
+    async def fetchval(self, sql: str) -> datetime:
+        assert sql == "SELECT now()"
+        return NOW
 
 
 def client(rows: list[dict[str, Any]], *, account: uuid.UUID | None = None,
@@ -68,7 +75,9 @@ def client(rows: list[dict[str, Any]], *, account: uuid.UUID | None = None,
                         store)
     settings = Settings(database_url="postgresql://unused", redis_url=None,
                         secret_key=SECRET, admin_token="unit-admin-token")
-    app.state.shared = Shared(settings, cast(Database, FakeDb(rows, down)), None, sessions)
+    db = cast(Database, FakeDb(rows, down))
+    shards = ShardSet(db, Placement({1: ShardRow(1, "")}), {1: db})  # one shard
+    app.state.shared = Shared(settings, db, None, sessions, shards=shards)
     jar = dict(cookies or {})
     if account is not None:  # a live session, as signing in makes one
         session_id = new_session_id()
