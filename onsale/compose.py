@@ -161,7 +161,7 @@ def lifespan_for(tiers: Tiers, settings: Settings, seatmap: SeatmapSettings,
                 status = None
                 if shared.db is not None and shared.redis is not None:
                     status = functools.partial(capture_status, shared.db, shared.redis,
-                                               seatmap.slot)
+                                               seatmap.slot, shared.shards)
                 app.state.edge = await stack.enter_async_context(running_edge(
                     shared, gate, admitter=tiers.admitter, risk=risk, capture_status=status))
             if seatmap_metrics is not None and tiers.seatmap and gate is not None:

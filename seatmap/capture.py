@@ -25,7 +25,7 @@ from onsale.kernel.shards import load_placement
 from onsale.kernel.tasks import stop_background
 from onsale.kernel.valkey import RedisClient
 from onsale.seatmap.cdc import Consumer
-from onsale.seatmap.config import SeatmapSettings
+from onsale.seatmap.config import SeatmapSettings, shard_numbers
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.shard_plan import Target, foreign, plan, targets
 
@@ -92,7 +92,8 @@ class Capture:
     def apply(self, placement: Placement, *, read: bool = True) -> None:
         """Bring the consumers in line with ``placement`` (shard_plan.plan); ``read``:
         it was read from the directory (moves are found between two such readings)."""
-        wanted = targets(placement.shards, self.directory_url, self.settings.replication_url)
+        wanted = targets(placement.shards, self.directory_url, self.settings.replication_url,
+                         shard_numbers(self.settings.shards))
         running = {s: r.target for s, r in self.running.items()}
         steps = plan(running, wanted, self._read, placement)
         self.placement = placement

@@ -44,18 +44,22 @@ class Target:
     epoch: int
 
 
-def capturing(shards: Mapping[int, ShardRow]) -> list[int]:
-    """The shards whose changes are captured: every one not retired."""
-    return sorted(s for s, row in shards.items() if row.state != "retired")
+def capturing(shards: Mapping[int, ShardRow],
+              only: frozenset[int] | None = None) -> list[int]:
+    """The shards whose changes are captured: every one not retired, of ``only``
+    (ONSALE_SEATMAP_SHARDS) when a process is given some."""
+    return sorted(s for s, row in shards.items()
+                  if row.state != "retired" and (only is None or s in only))
 
 
 def targets(shards: Mapping[int, ShardRow], directory_url: str,
-            replication_url: str | None) -> dict[int, Target]:
+            replication_url: str | None,
+            only: frozenset[int] | None = None) -> dict[int, Target]:
     """A consumer per captured shard. ``replication_url`` (ONSALE_SEATMAP_REPLICATION_URL)
     overrides shard 1's replication connection only; shard n's is its DSN, whose role
     must be allowed to replicate (docs/seatmap.md#one-consumer-per-shard)."""
     out = {}
-    for shard_id in capturing(shards):
+    for shard_id in capturing(shards, only):
         row = shards[shard_id]
         dsn = row.dsn or directory_url
         repl = (replication_url or dsn) if not row.dsn else dsn

@@ -229,3 +229,35 @@ async def test_queue_settings_changed_in_the_directory_reach_the_events_shard(
     async with asyncpg_connect(two_shards.shard2) as shard2:
         assert await shard2.fetchval("SELECT queue_policy FROM events WHERE event_id = $1",
                                      event_id) == "random"
+
+
+async def test_the_operators_console_reads_each_event_on_its_shard(
+        sharded_api: Api, two_shards: TwoShards) -> None:
+    """The dashboard names the event's shard and counts its open payments there; the
+    change capture is reported per shard; the audit runs on every shard and a
+    violation's sample names its shard."""
+    api = sharded_api
+    event_id = await _on(api, 2, seats=10)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    async with asyncpg_connect(two_shards.shard2) as shard2:
+        account = await api.account(shard2)  # any account row: holds name no FK
+        held = await shard2.fetchrow("SELECT * FROM onsale_hold($1, $2, 'k', 'd', $3)",
+                                     event_id, account, [1])
+        assert held["status_code"] == 201, dict(held)
+        await shard2.fetchrow(
+            "SELECT * FROM onsale_checkout_begin($1, $2, 'ck', 'd', 'card_4242', 600, 0, 30)",
+            uuid.UUID(held["body"]["hold_id"]), account)
+        async with api.client() as c:
+            doc = (await c.get(f"/api/ops/events/{event_id}/dashboard", headers=auth)).json()
+            assert doc["shard"] == 2
+            assert doc["payments"]["pending"] == 1  # read on shard 2, not the directory
+            assert doc["cdc"]["shards"]["2"]["slot"] == "onsale_seatmap_s2"
+            # A sold seat with no order behind it, on shard 2 only.
+            await shard2.execute("ALTER TABLE seat_inventory DISABLE TRIGGER USER")
+            await shard2.execute("UPDATE seat_inventory SET status = 'SOLD', order_id = $2 "
+                                 "WHERE event_id = $1 AND seat_id = 9", event_id, uuid.uuid4())
+            await shard2.execute("ALTER TABLE seat_inventory ENABLE TRIGGER USER")
+            audit = (await c.get("/api/ops/audit?fresh=1", headers=auth)).json()
+        bad = [check for check in audit["checks"] if not check["ok"]]
+        assert bad and all(row["shard"] == 2 for check in bad for row in check["sample"])
+        assert {c["name"] for c in bad} >= {"sold_seats_point_to_confirmed_orders"}

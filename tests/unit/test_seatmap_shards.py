@@ -3,6 +3,7 @@ for, moves, the events a shard's consumer skips, and each shard's own keys."""
 
 from __future__ import annotations
 
+import pytest
 from redis.crc import key_slot
 
 from onsale.kernel.placement import Placement, ShardRow
@@ -124,3 +125,19 @@ def test_each_shard_has_its_own_capture_keys_in_one_slot() -> None:
     # script and the published mark each touch one slot.
     assert len({key_slot(k.encode()) for c in (first, second, third)
                 for k in (c.meta, c.events)} | {key_slot(EPOCH.encode())}) == 1
+
+
+def test_a_cdc_process_can_be_given_some_shards() -> None:
+    """ONSALE_SEATMAP_SHARDS: one cdc process per busy shard spreads the consumers."""
+    from onsale.kernel.placement import ShardRow
+    from onsale.seatmap.config import shard_numbers
+
+    listed = {1: ShardRow(1, ""), 2: ShardRow(2, "postgresql://s2/onsale"),
+              3: ShardRow(3, "postgresql://s3/onsale", state="retired")}
+    assert shard_numbers("") is None and shard_numbers(" 2, 3 ") == frozenset({2, 3})
+    assert capturing(listed, shard_numbers("2,3")) == [2]  # a retired one still not
+    assert sorted(targets(listed, DIRECTORY, None, frozenset({1}))) == [1]
+    assert capturing(listed, None) == [1, 2]
+    for bad in ("0", "x", "2,40000"):
+        with pytest.raises(ValueError):
+            shard_numbers(bad)
