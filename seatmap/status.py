@@ -8,8 +8,8 @@ from typing import Any
 
 from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
-from onsale.kernel.valkey import RedisClient
 from onsale.kernel.shards import ShardSet
+from onsale.kernel.valkey import RedisClient
 from onsale.seatmap.bus import capture_keys
 from onsale.seatmap.queries import queries
 from onsale.seatmap.shard_plan import slot_name as shard_slot
