@@ -134,3 +134,42 @@ async def test_a_ga_tier_limit_is_exact_and_counts_only_live_holds_of_the_tier(
                            uuid.UUID(first["body"]["hold_id"]))
         assert (await _ga_hold(conn, event_id, me, 2))["status_code"] == 201
     await audit_clean(conn)
+
+
+async def _best(conn: Any, event_id: int, account: uuid.UUID, quantity: int) -> Any:
+    return await conn.fetchrow(
+        "SELECT * FROM onsale_hold_best($1, $2, $3, 'd', $4, NULL, false)",
+        event_id, account, uuid.uuid4().hex, quantity)
+
+
+@pytest.mark.parametrize("quantity", [0, 5])
+async def test_best_available_takes_one_to_the_events_hold_size_in_the_database(
+        api: Api, conn: Any, quantity: int) -> None:
+    """The request size is checked again where the seats are taken (onsale_hold_prelude),
+    against the event's own max_seats_per_hold: a caller past the API's checks (or an
+    event whose limit is below the API's hard cap) gets invalid_seats, and 1 and exactly
+    the limit are held."""
+    event_id = await api.create_event(seats=20, max_seats_per_hold=4)
+    account = await api.account(conn)
+    with pytest.raises(asyncpg.PostgresError) as caught:
+        await _best(conn, event_id, account, quantity)
+    refused: Any = caught.value
+    assert (refused.sqlstate, str(refused.args[0])) == ("OS400", "invalid_seats")
+    assert (await _best(conn, event_id, account, 1))["status_code"] == 201
+    assert (await _best(conn, event_id, await api.account(conn), 4))["status_code"] == 201
+    await audit_clean(conn)
+
+
+async def test_a_sale_opens_at_its_instant_not_after(api: Api, conn: Any) -> None:
+    """At exactly onsale_at the sale is open (now() is the transaction's start, so one
+    transaction sets the clock's own instant as the event's opening)."""
+    event_id = await api.create_event(seats=10)
+    account = await api.account(conn)
+    async with conn.transaction():
+        await conn.execute("UPDATE events SET onsale_at = now() WHERE event_id = $1", event_id)
+        assert (await _best(conn, event_id, account, 1))["status_code"] == 201
+        assert (await _hold(conn, event_id, await api.account(conn), [9]))["status_code"] == 201
+    await conn.execute("UPDATE events SET onsale_at = now() + interval '1 hour' "
+                       "WHERE event_id = $1", event_id)
+    refused = await _refusal(_best(conn, event_id, await api.account(conn), 1))
+    assert refused["code"] == "sale_not_open"
