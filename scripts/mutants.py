@@ -99,7 +99,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "core/payment_state.py": ("tests/unit/test_state_enums.py", f"{IT}/test_state_enums.py"),
     "core/ga_quota.py": ("tests/unit/test_ga_rules.py", "tests/unit/test_ga_quota_loop.py",
                          f"{IT}/test_ga_holds.py"),
-    "core/ga_batch.py": ("tests/unit/test_ga_batch_take.py", f"{IT}/test_ga_batch.py"),
+    "core/ga_batch.py": ("tests/unit/test_ga_batch_take.py", "tests/unit/test_ga_batch_lanes.py",
+                         f"{IT}/test_ga_batch.py"),
 }
 
 # A state literal and the neighbour it is swapped for (a plausible slip).
