@@ -51,6 +51,15 @@ class _Db:
         yield _Conn(self)
 
 
+async def _until(ready: Any) -> None:
+    """Let the event loop run until ``ready()`` (a stand-in's step has happened)."""
+    for _ in range(1000):
+        if ready():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the step never happened")
+
+
 def _batcher(db: _Db, metrics: Metrics | None = None, **options: Any) -> GABatcher:
     return GABatcher(cast(Any, db), metrics, **options)
 
@@ -73,8 +82,7 @@ async def test_a_lane_with_a_batch_still_running_is_kept() -> None:
     db = _Db()
     batcher = _batcher(db, max_batch=1, inflight=1)
     first = asyncio.ensure_future(batcher.hold(1, 1, A, "k1", "d", 1))
-    while db.sent == 0:
-        await asyncio.sleep(0)
+    await _until(lambda: db.sent > 0)
     assert (1, 1) in batcher._lanes  # running: another request joins this lane
     second = asyncio.ensure_future(batcher.hold(1, 1, B, "k2", "d", 1))
     await asyncio.sleep(0)
@@ -89,8 +97,7 @@ async def test_a_cancelled_drain_answers_every_request_still_waiting() -> None:
     batcher = _batcher(db, max_batch=1, inflight=1)
     first = asyncio.ensure_future(batcher.hold(1, 1, A, "k1", "d", 1))
     second = asyncio.ensure_future(batcher.hold(1, 1, B, "k2", "d", 1))
-    while db.sent == 0:
-        await asyncio.sleep(0)
+    await _until(lambda: db.sent > 0)
     for task in list(batcher._tasks):  # shutting down
         task.cancel()
     done, _ = await asyncio.wait([first, second], timeout=30)  # a hang guard, not a bound
@@ -116,3 +123,63 @@ async def test_a_failed_batch_is_counted_by_its_sqlstate_and_each_runs_alone(
     assert rows == [None, None]  # each then runs alone (create_ga_hold)
     assert metrics.registry.get_sample_value(
         "onsale_ga_batch_failures_total", {"sqlstate": label}) == 1
+
+
+async def test_a_lane_sends_to_the_database_its_first_request_named() -> None:
+    """The event's shard (core/holds.py passes it); the batcher's own database only when
+    none is named."""
+    default, shard = _Db(), _Db()
+    default.gate.set()
+    shard.gate.set()
+    batcher = _batcher(default, max_batch=4)
+    await batcher.hold(1, 1, A, "k1", "d", 1, cast(Any, shard))
+    assert (shard.sent, default.sent) == (1, 0)
+    await batcher.hold(2, 1, A, "k2", "d", 1)
+    assert (shard.sent, default.sent) == (1, 1)
+
+
+class _Turns(_Db):
+    """Each batch waits for a turn of its own; counts the batches out at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: asyncio.Queue[None] = asyncio.Queue()
+        self.out = self.most = 0
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        self.out += 1
+        self.most = max(self.most, self.out)
+        try:
+            await self.turns.get()
+            self.gate.set()
+            yield _Conn(self)
+        finally:
+            self.out -= 1
+
+
+async def test_a_lane_outlives_a_drain_while_another_of_its_batches_runs() -> None:
+    """inflight 2: when one drain ends with nothing waiting while the other's batch is
+    still out, the lane stays, so later requests queue behind it and never a third
+    batch goes out at once."""
+    db = _Turns()
+    batcher = _batcher(db, max_batch=1, inflight=2)
+    accounts = [uuid.UUID(int=n) for n in range(1, 6)]
+    first = [asyncio.ensure_future(batcher.hold(1, 1, a, f"k{n}", "d", 1))
+             for n, a in enumerate(accounts[:2])]
+    await _until(lambda: db.out == 2)
+    db.turns.put_nowait(None)  # one batch answers; its drain finds nothing waiting
+    done, _ = await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED, timeout=30)
+    assert len(done) == 1
+    for _ in range(10):
+        await asyncio.sleep(0)
+    later = [asyncio.ensure_future(batcher.hold(1, 1, a, f"l{n}", "d", 1))
+             for n, a in enumerate(accounts[2:])]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert db.most == 2  # never more than inflight batches out at once
+    for _ in range(4):
+        db.turns.put_nowait(None)
+    rows = await asyncio.wait_for(asyncio.gather(*first, *later), 30)  # a hang guard
+    assert all(r is not None and r["status_code"] == 201 for r in rows)
+    assert db.most == 2
