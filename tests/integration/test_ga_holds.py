@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 
 from onsale.core.metrics import Metrics
 from onsale.core.sweeper import sweep_once
@@ -325,4 +326,45 @@ async def test_a_rebalance_plan_must_pair_distinct_stripes_and_sum_to_zero(
         raise AssertionError(f"{stripes_} {deltas} was applied")
     assert await conn.fetchval(rebalance, event_id, [0, 1], [-20, 20]) == -1  # would go negative
     assert sum(s["available"] for s in await stripes(conn, event_id)) == 30
+    await audit_clean(conn)
+
+
+async def test_setting_a_tiers_stripes_touches_that_tier_of_that_event_only(
+        api: Api, conn: Any) -> None:
+    """A decoy event with the same tier numbers, and a second tier beside the one
+    changed: each keeps its stripes. 1 and 64 stripes are allowed, 0 and 65 refused
+    with invalid_request before anything is read. Issue 22, part 5 (scripts/mutants.py:
+    onsale_ga_set_stripes)."""
+    import asyncpg
+
+    # The stripes to be added (2 and 3 of tier 2) exist already on the other tier, and
+    # on tier 2 of the decoy: only this tier's own count as present.
+    decoy = await ga_event(api, floor(capacity=10, stripes=2),
+                           floor(capacity=10, stripes=4, name="Balcony"), seats=0)
+    event_id = await ga_event(api, floor(capacity=10, stripes=4),
+                              floor(capacity=10, stripes=2, name="Balcony"), seats=0)
+    set_n = "SELECT onsale_ga_set_stripes($1, $2::smallint, $3::smallint)"
+
+    async def shape(event: int, tier: int) -> tuple[int, list[int]]:
+        n = await conn.fetchval("SELECT stripes FROM ga_tiers WHERE event_id = $1 "
+                                "AND tier_id = $2", event, tier)
+        return n, [s["stripe"] for s in await stripes(conn, event, tier)]
+
+    assert await conn.fetchval(set_n, event_id, 2, 4) == 2  # the previous count
+    assert await shape(event_id, 2) == (4, [0, 1, 2, 3])  # the new stripes exist
+    assert await shape(event_id, 1) == (4, [0, 1, 2, 3])
+    assert await shape(decoy, 2) == (4, [0, 1, 2, 3])
+    assert await conn.fetchval(set_n, event_id, 2, 64) == 4
+    assert (await shape(event_id, 2))[0] == 64
+    assert await conn.fetchval(set_n, event_id, 2, 1) == 64
+    assert (await shape(event_id, 2))[0] == 1
+    assert await shape(decoy, 1) == (2, [0, 1])
+    assert await shape(decoy, 2) == (4, [0, 1, 2, 3])
+    assert await shape(event_id, 1) == (4, [0, 1, 2, 3])
+    for n in (0, 65):
+        with pytest.raises(asyncpg.PostgresError) as refused:
+            await conn.fetchval(set_n, event_id, 2, n)
+        exc: Any = refused.value
+        assert (exc.sqlstate, str(exc.args[0])) == ("OS400", "invalid_request")
+    assert sum(s["available"] for s in await stripes(conn, event_id, 2)) == 10
     await audit_clean(conn)
