@@ -25,6 +25,14 @@ last ``onsale audit`` (oversells must be 0).
 ``--scale`` measures first with 1 connection, then as usual with 64 (same event,
 each for ``--duration``), and prints how the CPU per attempt grows with the
 connections. Figure lines: bench/figures.py.
+
+``--shards N --events E`` (issue 23; bench/holds_shards.py): a plain ``onsale dev``
+first, one event (the single-database figure), then ``onsale dev --shards N`` with one
+event on shard 2 at the same settings (its rate and CPU per attempt against the first),
+then E events at once, event i on shard 1 + (i % N): the CPU per attempt of each shard's
+PostgreSQL server, and the directory's reads per attempt.
+
+    .venv/bin/python bench/holds.py --events 2 --shards 2 --duration 15
 """
 
 from __future__ import annotations
@@ -179,6 +187,7 @@ class Stack:
     core: int | None
     postmaster: int | None
     more_cores: tuple[int, ...] = ()
+    more_postmasters: tuple[int, ...] = ()  # further PostgreSQL servers (the shards')
 
     def notes(self) -> list[str]:
         out = []
@@ -231,6 +240,7 @@ def find_stack(server: DevServer | None, host: str, port: int, data_dir: Path) -
 def cpu_sample(stack: Stack) -> CpuSample:
     """The CPU time so far of every process of ``stack``, by party."""
     out: CpuSample = {}
+    postmasters = {stack.postmaster, *stack.more_postmasters} - {None}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -240,7 +250,7 @@ def cpu_sample(stack: Stack) -> CpuSample:
         pid, (ppid, used, started) = int(entry.name), stat
         if pid == stack.core or pid in stack.more_cores:
             party = "core"
-        elif stack.postmaster is not None and stack.postmaster in (pid, ppid):
+        elif pid in postmasters or ppid in postmasters:
             party = "walsender" if "walsender" in _cmdline(pid) else "postgres"
         elif stack.core is not None and ppid == stack.core:
             cmd = _cmdline(pid)
@@ -337,13 +347,17 @@ async def patiently(c: Conn, method: str, path: str, body: bytes = b"",
 TICKETS_PER_ACCOUNT = 100  # the bench events' max_tickets_per_account (the highest allowed)
 
 
-async def create_event(c: Conn, args: argparse.Namespace) -> int:
+async def create_event(c: Conn, args: argparse.Namespace, shard: int | None = None) -> int:
     """A fresh event of ``args.seats`` seats; passthrough: every shopper is admitted as
-    soon as it joins (the gate stays on)."""
-    body = json.dumps({"name": f"bench {time.strftime('%H:%M:%S')}", "seats": args.seats,
-                       "hold_ttl_seconds": args.hold_ttl,
-                       "max_tickets_per_account": TICKETS_PER_ACCOUNT,
-                       "queue_policy": "passthrough"}).encode()
+    soon as it joins (the gate stays on). ``shard``: placed on that shard (else where
+    the server places it)."""
+    spec: dict[str, Any] = {"name": f"bench {time.strftime('%H:%M:%S')}", "seats": args.seats,
+                            "hold_ttl_seconds": args.hold_ttl,
+                            "max_tickets_per_account": TICKETS_PER_ACCOUNT,
+                            "queue_policy": "passthrough"}
+    if shard is not None:
+        spec["shard"] = shard
+    body = json.dumps(spec).encode()
     status, _, data = await c.request("POST", "/api/ops/events", body,
                                       {"Authorization": f"Bearer {args.admin_token}"})
     if status != 201:
@@ -515,10 +529,21 @@ def main() -> int:
                         "the CPU per attempt grows with the connections (default off)")
     p.add_argument("--smoke", action="store_true",
                    help="a couple of seconds on a small event: does it run (bench/smoke.py)")
+    p.add_argument("--shards", type=int, default=1, choices=range(1, 9), metavar="N",
+                   help="N > 1: a plain onsale dev first (the single-database figure), then "
+                        "onsale dev --shards N: one event on shard 2, then --events at once "
+                        "(bench/holds_shards.py; no pgbench; default 1)")
+    p.add_argument("--events", type=int, default=1,
+                   help="E events driven at once, event i on shard 1 + (i %% N), the "
+                        "connections and shoppers split evenly (default 1)")
     args = p.parse_args()
     if args.smoke:
         args.duration, args.concurrency, args.accounts = 2.0, 8, 20
         args.seats, args.hot_seats = 5_000, 500
+    if args.shards > 1 or args.events > 1:
+        from bench.holds_shards import sharded
+
+        return sharded(args)
     return against_server(args, measure)
 
 

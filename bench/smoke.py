@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.figures import parse_figures
 
 BENCH_DIR = Path(__file__).resolve().parent
-HELPERS = {"__init__", "figures", "stack", "smoke"}
+HELPERS = {"__init__", "figures", "stack", "smoke", "holds_shards"}
 
 
 @dataclass(frozen=True)

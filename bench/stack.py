@@ -145,10 +145,11 @@ def tidy(directory: Path, remove: bool) -> None:
 
 
 def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
-              prefix: str = "onsale-bench-") -> DevServer:
+              prefix: str = "onsale-bench-", shards: int = 1) -> DevServer:
     """``onsale dev`` on a free port in a new temporary data directory; ``env`` is added
     to the environment (``BENCH_LIMITS`` for the benches that sign up many shoppers).
-    ``seats``: the demo event it seeds."""
+    ``seats``: the demo event it seeds. ``shards`` > 1: ``onsale dev --shards N``, the
+    directory (shard 1, ``pg/``) and N-1 more servers (``pg-shard<n>/``)."""
     data = Path(tempfile.mkdtemp(prefix=prefix))
     port = free_port()
     full = {k: v for k, v in os.environ.items()
@@ -156,9 +157,11 @@ def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
             and not k.startswith(("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     full.update({"ONSALE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
                  "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN, **(env or {})})
-    process = subprocess.Popen([ONSALE, "dev", "--port", str(port), "--seats", str(seats)],
-                               env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+    command = [ONSALE, "dev", "--port", str(port), "--seats", str(seats)]
+    if shards > 1:
+        command += ["--shards", str(shards)]
+    process = subprocess.Popen(command, env=full, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     log: list[str] = []
     ready = threading.Event()
 
