@@ -61,7 +61,8 @@ IT = "tests/integration"
 
 # The narrowest tests that guard each target: the fence tests first (fast kills).
 _EXPIRY = (f"{IT}/test_expiry.py", f"{IT}/test_ga_expiry.py", f"{IT}/test_ga_holds.py")
-_HOLDS = (f"{IT}/test_holds_api.py", f"{IT}/test_expiry.py", f"{IT}/test_hold_limits.py")
+_HOLDS = (f"{IT}/test_hold_neighbours.py", f"{IT}/test_holds_api.py", f"{IT}/test_expiry.py",
+          f"{IT}/test_hold_limits.py")
 _PAYMENT = (f"{IT}/test_payment_paths.py", f"{IT}/test_payment_apply.py",
             f"{IT}/test_ga_expiry.py", f"{IT}/test_checkout.py", f"{IT}/test_ga_checkout.py")
 _GA = (f"{IT}/test_ga_expiry.py", f"{IT}/test_ga_holds.py", f"{IT}/test_ga_batch.py",
@@ -74,7 +75,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     f"{FUNCTIONS}/onsale_hold_commit.sql": _HOLDS,
     f"{FUNCTIONS}/onsale_hold_limit.sql": (f"{IT}/test_hold_limits.py", *_HOLDS[:2]),
     f"{FUNCTIONS}/onsale_hold_prelude.sql": _HOLDS,
-    f"{FUNCTIONS}/onsale_release.sql": (f"{IT}/test_release.py", f"{IT}/test_holds_api.py",
+    f"{FUNCTIONS}/onsale_release.sql": (f"{IT}/test_release.py", f"{IT}/test_hold_neighbours.py",
+                                        f"{IT}/test_holds_api.py",
                                         f"{IT}/test_ga_holds.py"),
     f"{FUNCTIONS}/onsale_checkout_begin.sql": _PAYMENT,
     f"{FUNCTIONS}/onsale_payment_apply.sql": _PAYMENT,
