@@ -368,3 +368,46 @@ async def test_setting_a_tiers_stripes_touches_that_tier_of_that_event_only(
         assert (exc.sqlstate, str(exc.args[0])) == ("OS400", "invalid_request")
     assert sum(s["available"] for s in await stripes(conn, event_id, 2)) == 10
     await audit_clean(conn)
+
+
+async def test_a_rebalance_moves_and_logs_its_own_tier_only(api: Api, conn: Any) -> None:
+    """Beside a second tier and a decoy event whose stripes share the numbers (and have
+    more, and fewer places): the plan is checked, applied and logged on its tier alone;
+    a plan naming a stripe the tier lacks moves nothing; a plan of zeros touches no row
+    and logs nothing. Issue 22, part 5 (scripts/mutants.py: onsale_ga_rebalance)."""
+    import asyncpg
+
+    event_id = await ga_event(api, floor(capacity=10, stripes=2),
+                              floor(capacity=4, stripes=4, name="Balcony"), seats=0)
+    decoy = await ga_event(api, floor(capacity=4, stripes=4), seats=0)
+    rebalance = ("SELECT onsale_ga_rebalance($1, $2::smallint, $3::smallint[], "
+                 "$4::integer[], 'test', 50)")
+
+    async def rows(event: int, tier: int) -> list[tuple[int, int, int]]:
+        return [(r["stripe"], r["available"], r["version"]) for r in await conn.fetch(
+            "SELECT stripe, available, version FROM ga_buckets WHERE event_id = $1 "
+            "AND tier_id = $2 ORDER BY stripe", event, tier)]
+
+    others = (await rows(event_id, 2), await rows(decoy, 1))
+    assert await conn.fetchval(rebalance, event_id, 1, [0, 1], [-4, 4]) == 4
+    assert [(s, a) for s, a, _ in await rows(event_id, 1)] == [(0, 1), (1, 9)]
+    assert (await rows(event_id, 2), await rows(decoy, 1)) == others
+    log = await conn.fetchrow("SELECT tier_id, moved, before, after FROM ga_rebalances "
+                              "WHERE event_id = $1", event_id)
+    assert (log["tier_id"], log["moved"]) == (1, 4)
+    assert (log["before"], log["after"]) == ({"0": 5, "1": 5}, {"0": 1, "1": 9})
+
+    # A stripe the tier does not have (the other tier and the decoy do): nothing moves.
+    before = await rows(event_id, 1)
+    assert await conn.fetchval(rebalance, event_id, 1, [0, 3], [-1, 1]) == -1
+    assert await rows(event_id, 1) == before
+    # Zeros: no row written (its version stays), nothing logged.
+    assert await conn.fetchval(rebalance, event_id, 1, [0, 1], [0, 0]) == 0
+    assert await rows(event_id, 1) == before
+    assert await conn.fetchval("SELECT count(*) FROM ga_rebalances WHERE event_id = $1",
+                               event_id) == 1
+    # Deltas that do not pair with the stripes are refused, not padded.
+    with pytest.raises(asyncpg.RaiseError):
+        await conn.fetchval(rebalance, event_id, 1, [0, 1], [-1, 1, 0])
+    assert (await rows(event_id, 2), await rows(decoy, 1)) == others
+    await audit_clean(conn)
