@@ -8,15 +8,17 @@ ends with the audit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import pytest
 
-from tests.conftest import Api, audit_clean
+from tests.conftest import Api, asyncpg_connect, audit_clean
 from tests.integration.test_ga_holds import floor, ga_event
 
 
@@ -487,4 +489,236 @@ async def test_an_authorization_that_no_longer_matches_fails_only_its_own_order(
     assert (await state(conn, p))[3] == ["AVAILABLE", "AVAILABLE"]
     assert await state(conn, other) == ("PAYMENT_PENDING", "PENDING", "PENDING",
                                         ["PAYMENT_PENDING", "PAYMENT_PENDING"])
+    await audit_clean(conn)
+
+
+@contextlib.asynccontextmanager
+async def locked_elsewhere(db_url: str, conn: Any, *statements: tuple[str, tuple[Any, ...]]
+                           ) -> AsyncIterator[None]:
+    """These locks held by another transaction (one in flight: a hold, a release, a
+    sweep) while the body runs on ``conn``, with a lock timeout: a lock the body should
+    not need makes it fail, not hang. It never waits unless it needs one of them."""
+    async with asyncpg_connect(db_url) as other:
+        locking = other.transaction()
+        await locking.start()
+        for sql, args in statements:
+            await other.execute(sql, *args)
+        await conn.execute("SET lock_timeout = '2s'")
+        try:
+            yield
+        finally:
+            await conn.execute("RESET lock_timeout")
+            await locking.rollback()
+
+
+def hold_transaction(p: Paying) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """The locks a transaction on this hold takes: the account's, the hold, its seats."""
+    return (("SELECT pg_advisory_xact_lock(hashtextextended($1::uuid::text, $2::bigint))",
+             (p.account, p.event_id)),
+            ("SELECT 1 FROM holds WHERE hold_id = $1 FOR UPDATE", (p.hold_id,)),
+            ("SELECT 1 FROM seat_inventory WHERE event_id = $1 AND seat_id IN (1, 2) "
+             "ORDER BY seat_id FOR UPDATE", (p.event_id,)))
+
+
+async def test_unknown_and_captured_answers_take_only_the_tail_of_the_lock_ladder(
+        api: Api, conn: Any, db_url: str) -> None:
+    """UNKNOWN and CAPTURED answers move no seat, so they lock only the order and the
+    operation: a transaction holding the account's lock, the hold and its seats does
+    not hold them up (a timeout at checkout, a capture's answer)."""
+    p = await paying(api, conn)
+    async with locked_elsewhere(db_url, conn, *hold_transaction(p)):
+        unknown = await apply(conn, p.operation_id, "UNKNOWN", None)
+    assert (unknown["applied"], unknown["payment_status"]) == (True, "UNKNOWN")
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    capture = uuid.UUID(sold["follow_up"]["operation_id"])
+    async with locked_elsewhere(db_url, conn, *hold_transaction(p)):
+        late = await apply(conn, capture, "UNKNOWN", None)
+        captured = await apply(conn, capture, "CAPTURED")
+    assert (late["applied"], late["payment_status"]) == (True, "UNKNOWN")
+    assert (captured["applied"], captured["payment_status"]) == (True, "CAPTURED")
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "CAPTURED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+async def test_a_sale_locks_only_its_own_seats(api: Api, conn: Any, db_url: str) -> None:
+    """The authorization's sale locks its hold's seats and no other: the event's other
+    seats and the same seat numbers at another event (the decoy's hold), locked by a
+    transaction in flight, do not hold it up."""
+    p = await paying(api, conn)
+    others = ("SELECT 1 FROM seat_inventory WHERE NOT (event_id = $1 AND seat_id IN (1, 2)) "
+              "ORDER BY event_id, seat_id FOR UPDATE", (p.event_id,))
+    async with locked_elsewhere(db_url, conn, others):
+        sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    assert (sold["order_status"], sold["follow_up"]["kind"]) == ("CONFIRMED", "CAPTURE")
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "AUTHORIZED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+async def test_a_ga_sale_is_priced_at_its_own_events_tier(api: Api, conn: Any) -> None:
+    """Tier ids are per event: the places are priced at the tier of the hold's own
+    event, never at a tier with the same id elsewhere (an earlier event's tier 2, at
+    another price)."""
+    await ga_event(api, {"name": "Stalls", "price_minor": 1000, "capacity": 5},
+                   floor(capacity=10, stripes=1, price_minor=9000), seats=0)
+    p = await paying(api, conn, ga=True)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    assert (sold["order_status"], sold["follow_up"]["kind"]) == ("CONFIRMED", "CAPTURE")
+    line = await conn.fetchrow("SELECT quantity, price_minor FROM ga_order_items "
+                               "WHERE order_id = $1", p.order_id)
+    assert (line["quantity"], line["price_minor"]) == (2, 5000)
+    assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "AUTHORIZED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize(("left", "another_card"), [("0", False), ("1 microsecond", True)])
+async def test_a_decline_at_the_deadline_exactly_releases_the_hold(
+        api: Api, conn: Any, left: str, another_card: bool) -> None:
+    """now() is fixed inside a transaction: a hold whose deadline is now() has expired
+    (as the claim, the sweep and the checkout judge it), so a decline at that instant
+    releases it; a microsecond before, another card may still be tried."""
+    p = await paying(api, conn)
+    async with conn.transaction():
+        await conn.execute("UPDATE holds SET expires_at = now() + $2::text::interval "
+                           "WHERE hold_id = $1", p.hold_id, left)
+        declined = await apply(conn, p.operation_id, "DECLINED", failure="card_declined")
+    if another_card:
+        assert declined["order_status"] == "PENDING"
+        assert await state(conn, p) == ("HELD", "PENDING", "DECLINED", ["HELD", "HELD"])
+    else:
+        assert declined["order_status"] == "FAILED"
+        assert await state(conn, p) == ("EXPIRED", "FAILED", "DECLINED",
+                                        ["AVAILABLE", "AVAILABLE"])
+        assert await releases(conn, p) == ["payment_failed", "payment_failed"]
+    await audit_clean(conn)
+
+
+async def _held(conn: Any, event_id: int, account: uuid.UUID, seat_ids: list[int]) -> uuid.UUID:
+    row = await conn.fetchrow("SELECT * FROM onsale_hold($1, $2, $3, 'd', $4)",
+                              event_id, account, uuid.uuid4().hex, seat_ids)
+    assert row["status_code"] == 201, dict(row)
+    return uuid.UUID(row["body"]["hold_id"])
+
+
+async def test_checkout_counts_only_the_accounts_live_holds_of_this_event(
+        api: Api, conn: Any) -> None:
+    """The checkout's limit counts this account's holds of this event that are live
+    (paying, sold, or held before their deadline): not a hold whose deadline is now(),
+    not a released one, not another account's, not one at another event, and it is
+    this event's limit that applies (an earlier event allows 1). now() is fixed inside
+    a transaction."""
+    account = await api.account(conn)
+    elsewhere = await api.create_event(seats=5, max_tickets_per_account=1)
+    await _held(conn, elsewhere, account, [1])
+    event_id = await api.create_event(seats=10, max_tickets_per_account=2)
+    lapsed = await _held(conn, event_id, account, [1, 2])
+    await conn.execute("UPDATE holds SET expires_at = now() - interval '1 second' "
+                       "WHERE hold_id = $1", lapsed)
+    await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() - interval '1 second' "
+                       "WHERE hold_id = $1", lapsed)
+    released = await _held(conn, event_id, account, [6])
+    await conn.fetchval("SELECT onsale_release($1, $2)", released, account)
+    await _held(conn, event_id, await api.account(conn), [5])
+    paying_for = await _held(conn, event_id, account, [3, 4])
+    async with conn.transaction():  # the lapsed hold's deadline: exactly now()
+        await conn.execute("UPDATE holds SET expires_at = now() WHERE hold_id = $1", lapsed)
+        await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() "
+                           "WHERE hold_id = $1", lapsed)
+        begun = await _begin(conn, paying_for, account)
+    assert begun["order_id"] is not None
+    statuses = {r["hold_id"]: r["status"] for r in await conn.fetch(
+        "SELECT hold_id, status FROM holds WHERE account_id = $1", account)}
+    assert (statuses[lapsed], statuses[released], statuses[paying_for]) == \
+        ("HELD", "RELEASED", "PAYMENT_PENDING")
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("ended", ["deadline_now", "released"])
+async def test_checkout_refuses_a_hold_that_has_ended_and_says_how(
+        api: Api, conn: Any, ended: str) -> None:
+    """A hold whose deadline is now() (not swept yet) or that its owner released is
+    refused as hold_expired, naming its state (EXPIRED, RELEASED), even when the time
+    left to pay is also too short: an ended hold is not one about to end."""
+    event_id = await api.create_event(seats=10)
+    account = await api.account(conn)
+    hold_id = await _held(conn, event_id, account, [1, 2])
+    if ended == "released":
+        await conn.fetchval("SELECT onsale_release($1, $2)", hold_id, account)
+    async with conn.transaction():
+        if ended == "deadline_now":
+            await conn.execute("UPDATE holds SET expires_at = now() WHERE hold_id = $1", hold_id)
+            await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() "
+                               "WHERE hold_id = $1", hold_id)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await _begin(conn, hold_id, account, 30)
+    exc: Any = caught.value
+    assert (exc.sqlstate, exc.args[0]) == ("OS409", "hold_expired")
+    assert json.loads(exc.detail) == {
+        "hold_status": "EXPIRED" if ended == "deadline_now" else "RELEASED"}
+    assert await conn.fetchval("SELECT count(*) FROM orders") == 0
+    await audit_clean(conn)
+
+
+async def test_checkout_judges_the_deadline_by_the_clock_after_its_locks(
+        api: Api, conn: Any) -> None:
+    """now() is when the transaction began; a hold whose deadline passes while the
+    checkout runs (waiting for its seats' locks) is refused by the clock, not paid
+    for. Here the deadline is a microsecond after the transaction's start, and the
+    clock has moved past it (pg_sleep) before the checkout begins."""
+    event_id = await api.create_event(seats=10)
+    account = await api.account(conn)
+    hold_id = await _held(conn, event_id, account, [1])
+    async with conn.transaction():
+        await conn.execute("UPDATE holds SET expires_at = now() + interval '1 microsecond' "
+                           "WHERE hold_id = $1", hold_id)
+        await conn.execute("UPDATE seat_inventory SET hold_expires_at = now() + "
+                           "interval '1 microsecond' WHERE hold_id = $1", hold_id)
+        await conn.execute("SELECT pg_sleep(0.002)")
+        assert await conn.fetchval("SELECT clock_timestamp() > expires_at FROM holds "
+                                   "WHERE hold_id = $1", hold_id)
+        with pytest.raises(asyncpg.PostgresError) as caught:
+            await _begin(conn, hold_id, account)
+    exc: Any = caught.value
+    assert (exc.sqlstate, exc.args[0]) == ("OS409", "hold_expired")
+    assert await conn.fetchval("SELECT count(*) FROM orders") == 0
+    await audit_clean(conn)
+
+
+async def test_a_failed_capture_is_compensated_whatever_tickets_other_orders_have(
+        api: Api, conn: Any) -> None:
+    """The compensation stops only for tickets of its own order: another order's,
+    issued after its capture, change nothing."""
+    other = await paying(api, conn)
+    sold = await apply(conn, other.operation_id, "AUTHORIZED")
+    await apply(conn, uuid.UUID(sold["follow_up"]["operation_id"]), "CAPTURED")
+    assert await conn.fetchval("SELECT onsale_issue_tickets($1)", other.order_id) == "issued"
+    p = await paying(api, conn)
+    sold = await apply(conn, p.operation_id, "AUTHORIZED")
+    failed = await apply(conn, uuid.UUID(sold["follow_up"]["operation_id"]), "CAPTURE_FAILED",
+                         None, "expired_for_capture")
+    assert (failed["order_status"], failed["payment_status"]) == ("CANCELLED", "CAPTURE_FAILED")
+    assert await state(conn, p) == ("RELEASED", "CANCELLED", "CAPTURE_FAILED",
+                                    ["AVAILABLE", "AVAILABLE"])
+    assert await state(conn, other) == ("CONFIRMED", "CONFIRMED", "CAPTURED", ["SOLD", "SOLD"])
+    await audit_clean(conn)
+
+
+@pytest.mark.parametrize("open_as", ["PENDING", "UNKNOWN", "REQUIRES_ACTION"])
+async def test_a_confirmed_void_ends_an_open_authorization_in_any_open_state(
+        api: Api, conn: Any, open_as: str) -> None:
+    """The reconciler abandons an authorization that is still open past its grace,
+    never answered, answered UNKNOWN, or waiting for 3-D Secure: once the provider
+    confirms the void, the authorization fails and the seats go, in each case."""
+    p = await paying(api, conn)
+    if open_as != "PENDING":
+        await apply(conn, p.operation_id, open_as, None if open_as == "UNKNOWN" else "pi_1")
+    void_id = await conn.fetchval("SELECT onsale_payment_abandon($1, 'pi_1')", p.operation_id)
+    voided = await apply(conn, void_id, "VOIDED")
+    assert (voided["applied"], voided["order_status"]) == (True, "FAILED")
+    assert await state(conn, p) == ("EXPIRED", "FAILED", "VOIDED", ["AVAILABLE", "AVAILABLE"])
+    row = await conn.fetchrow("SELECT status, failure_code FROM payment_operations "
+                              "WHERE operation_id = $1", p.operation_id)
+    assert (row["status"], row["failure_code"]) == ("FAILED", "voided")
+    assert await releases(conn, p) == ["payment_failed", "payment_failed"]
+    assert await conn.fetchval("SELECT cancel_reason FROM orders WHERE order_id = $1",
+                               p.order_id) == "payment_not_completed"
     await audit_clean(conn)
