@@ -409,6 +409,33 @@ async def test_a_stray_authorization_of_a_captured_order_is_voided_and_changes_n
     await audit_clean(conn)
 
 
+@pytest.mark.parametrize("ga", [False, True], ids=["seats", "ga"])
+async def test_answers_about_a_replaced_authorization_leave_the_live_ones_payment_status(
+        api: Api, conn: Any, ga: bool) -> None:
+    """A declined card, then another checkout whose authorization is still open; then
+    the declined intent reports an authorization after all, and its void answers
+    UNKNOWN and VOIDED. The order's payment status is the open authorization's
+    throughout (never "cancelled, not charged" while a card may still be charged),
+    and that authorization's own answers still apply: an UNKNOWN, then the sale."""
+    p = await paying(api, conn, ga=ga)
+    await apply(conn, p.operation_id, "DECLINED", "pi_1", "card_declined")
+    again = await _begin(conn, p.hold_id, p.account)
+    in_payment = ("PAYMENT_PENDING", "PENDING", "PENDING", ["PAYMENT_PENDING"] * 2)
+    if ga:
+        in_payment = (*in_payment[:3], ["HELD"] * 2)
+    assert await state(conn, p) == in_payment
+    stray = await apply(conn, p.operation_id, "AUTHORIZED", "pi_1")
+    void_id = uuid.UUID(stray["follow_up"]["operation_id"])
+    assert (await apply(conn, void_id, "UNKNOWN", None))["payment_status"] == "PENDING"
+    assert (await apply(conn, void_id, "VOIDED", "pi_1"))["payment_status"] == "PENDING"
+    assert await state(conn, p) == in_payment
+    unknown = await apply(conn, again["operation_id"], "UNKNOWN", None)
+    assert (unknown["applied"], unknown["payment_status"]) == (True, "UNKNOWN")
+    sold = await apply(conn, again["operation_id"], "AUTHORIZED", "pi_2")
+    assert (sold["order_status"], sold["follow_up"]["kind"]) == ("CONFIRMED", "CAPTURE")
+    await audit_clean(conn)
+
+
 async def test_a_late_authorization_reopens_only_its_own_void_that_found_nothing(
         api: Api, conn: Any) -> None:
     """A void that found no intent (it did not exist yet) is sent again when the

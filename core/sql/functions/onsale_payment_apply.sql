@@ -30,6 +30,9 @@
 --     'mismatch_id'; so is an UNKNOWN the caller already found contradicting
 --     the operation (failure code 'mismatch_<field>': amount and currency are
 --     checked in core/payment_rules.py against the same immutable columns).
+--   * The order's payment_status is its newest authorization's: an UNKNOWN or a
+--     VOIDED about one the order has replaced (a late answer to a declined
+--     card) leaves it as it is.
 --     Either is logged in payment_events as '<kind>:mismatch' and returned as
 --     mismatch = true: it never sells, captures, voids or releases anything
 --     (docs/payments.md#answers-that-do-not-match-their-operation).
@@ -51,6 +54,7 @@ DECLARE
     v_applied boolean := true;
     v_void record;
     v_mismatch boolean := false;
+    v_superseded boolean;
 BEGIN
     SELECT p.*, o.account_id, o.event_id, o.hold_id INTO v_op
     FROM payment_operations p JOIN orders o ON o.order_id = p.order_id
@@ -78,6 +82,14 @@ BEGIN
         p_failure_code := 'mismatch_id';
     END IF;
     v_mismatch := p_outcome = 'UNKNOWN' AND starts_with(coalesce(p_failure_code, ''), 'mismatch_');
+    -- An answer about an authorization the order has since replaced (a declined card,
+    -- then another checkout) never writes the order's payment_status: that is the
+    -- newer authorization's. Read under the order's lock, which checkout_begin takes.
+    v_superseded := EXISTS (
+        SELECT 1 FROM payment_operations a, payment_operations newer
+        WHERE a.operation_id = coalesce(v_op.parent_operation_id, v_op.operation_id)
+          AND newer.order_id = v_op.order_id AND newer.kind = 'AUTHORIZE'
+          AND newer.created_at > a.created_at);
 
     IF p_outcome = 'UNKNOWN' THEN
         IF v_op.status IN ('PENDING', 'UNKNOWN') THEN
@@ -85,7 +97,7 @@ BEGIN
             SET status = 'UNKNOWN', attempts = attempts + 1, updated_at = now(),
                 next_check_at = now() + make_interval(secs => p_retry_seconds)
             WHERE operation_id = p_operation_id;
-            IF v_order.status IN ('PENDING', 'CONFIRMED')
+            IF v_order.status IN ('PENDING', 'CONFIRMED') AND NOT v_superseded
                AND v_order.payment_status NOT IN ('CAPTURED', 'VOIDED') THEN
                 UPDATE orders SET payment_status = 'UNKNOWN', updated_at = now()
                 WHERE order_id = v_order.order_id;
@@ -281,7 +293,7 @@ BEGIN
             WHERE operation_id = p_operation_id;
             SELECT p.* INTO v_parent FROM payment_operations p
             WHERE p.operation_id = v_op.parent_operation_id FOR UPDATE;
-            IF p_outcome = 'VOIDED' THEN
+            IF p_outcome = 'VOIDED' AND NOT v_superseded THEN
                 UPDATE orders SET payment_status = 'VOIDED', updated_at = now()
                 WHERE order_id = v_order.order_id AND status <> 'CONFIRMED';
             END IF;
