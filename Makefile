@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint lint-js test-js bench bench-smoke clean
+.PHONY: demo test ha lint lint-js test-js bench bench-smoke clean
 
 demo: $(VENV)/.installed
 	$(BIN)/onsale dev
 
-test: $(VENV)/.installed lint test-js
+test: $(VENV)/.installed $(VENV)/ha/.installed lint test-js
 	$(BIN)/pytest
 
 # mypy and import-linter do not follow the editable install's import hook, so they read
@@ -60,6 +60,19 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+# Patroni for the failover tests and `onsale dev --ha` (onsale/patroni.py): its own
+# environment from the system Python, which the unprivileged user that runs PostgreSQL
+# (and so Patroni) can execute; a Python under a mode-700 home could not be.
+HA_PYTHON ?= /usr/bin/python3
+
+ha: $(VENV)/ha/.installed
+
+$(VENV)/ha/.installed: requirements-ha.txt | $(VENV)/.installed
+	@test -x $(HA_PYTHON) || { echo "make: $(HA_PYTHON) not found: Patroni needs a system Python 3 (apt-get install -y python3 python3-venv)" >&2; exit 1; }
+	$(HA_PYTHON) -m venv $(VENV)/ha
+	$(VENV)/ha/bin/pip install --quiet -r requirements-ha.txt
 	touch $@
 
 clean:

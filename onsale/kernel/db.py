@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import AsyncIterator
@@ -16,6 +17,8 @@ from onsale.kernel.breaker import Breaker
 from onsale.kernel.config import Settings
 from onsale.kernel.dependency import Dependency, DependencyUnavailable
 from onsale.kernel.problems import Problem
+from onsale.kernel.timeline import QUERY as TIMELINE_QUERY
+from onsale.kernel.timeline import NotThePrimary, Timelines
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
@@ -30,7 +33,12 @@ UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.InterfaceError,
+    # A node demoted under a pooled connection (a switchover): not the primary any more.
+    asyncpg.exceptions.ReadOnlySQLTransactionError,
 )
+
+# The highest timeline this process has seen at each database address (docs/design.md#failover).
+TIMELINES = Timelines()
 
 
 def named_queries(path: Path) -> dict[str, str]:
@@ -48,6 +56,14 @@ async def init_connection(conn: Any) -> None:
         await conn.set_type_codec(
             typename, encoder=json.dumps, decoder=orjson.loads, schema="pg_catalog",
         )
+
+
+async def init_primary(conn: Any, *, address: str, timelines: Timelines = TIMELINES) -> None:
+    """A new connection is used only on the primary, on the highest timeline seen at its
+    address (kernel/timeline.py); raises NotThePrimary, an outage, otherwise."""
+    row = await conn.fetchrow(TIMELINE_QUERY)
+    timelines.admit(address, row["standby"], row["timeline"])
+    await init_connection(conn)
 
 
 async def keep_session(conn: Any) -> None:
@@ -81,7 +97,7 @@ async def create_pool(settings: Settings, *, request_path: bool = True,
     server_ms, client_s = statement_bounds(settings, request_path=request_path)
     return await asyncpg.create_pool(
         settings.database_url,
-        init=init_connection,
+        init=functools.partial(init_primary, address=settings.database_url),
         reset=keep_session,
         min_size=settings.db_pool_min,
         max_size=settings.db_pool_max,
@@ -110,6 +126,9 @@ def outage_detail(exc: BaseException) -> str:
         return "The database did not answer in time; retry with the same Idempotency-Key."
     if isinstance(exc, asyncpg.exceptions.TooManyConnectionsError):
         return "The database has no free connection; retry."
+    if isinstance(exc, NotThePrimary | asyncpg.exceptions.ReadOnlySQLTransactionError):
+        return ("The database is changing its primary; retry in a moment with the same "
+                "Idempotency-Key.")
     if isinstance(exc, DependencyUnavailable):
         return "The database is not answering; retry in a moment."
     return "The connection to the database failed; retry with the same Idempotency-Key."
@@ -156,10 +175,11 @@ class Database:
                     raise _Refused  # it went away while this one queued
                 try:
                     yield conn
-                except TimeoutError:
+                except (TimeoutError, asyncpg.exceptions.ReadOnlySQLTransactionError):
                     # The client gave up on a statement: the server may be stopped, and
                     # asyncpg would wait (up to the acquire timeout) for its cancel to be
-                    # acknowledged before reusing the connection. Drop it instead.
+                    # acknowledged before reusing the connection. Or the node was demoted.
+                    # Drop it instead.
                     conn.terminate()
                     raise
         except _Refused:
@@ -216,7 +236,7 @@ class Database:
             self.dependency.abandoned()
             raise
         try:
-            await init_connection(conn)
+            await init_primary(conn, address=self.dsn)
             yield conn
         except UNAVAILABLE as exc:
             conn.terminate()
