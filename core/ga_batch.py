@@ -32,7 +32,7 @@ import asyncpg
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import Database
-from onsale.kernel.problems import Problem
+from onsale.kernel.problems import RESUMING, Problem
 
 log = logging.getLogger("onsale.ga_batch")
 
@@ -152,6 +152,9 @@ class GABatcher:
                     [r.account for r in batch], [r.key for r in batch],
                     [r.digest for r in batch], [r.quantity for r in batch])
         except asyncpg.PostgresError as exc:
+            if getattr(exc, "sqlstate", "") == "OS503":  # the shard is resuming: every one
+                failure = Problem(503, "inventory_unavailable", detail=RESUMING, resuming=True)
+                return
             # Not an outage (db.connection turns those into the 503): every element
             # alone, where an error means what it says about that one request.
             rows = None

@@ -97,9 +97,11 @@ def process_id() -> str:
 
 
 async def database_ok(db: Database, within: float = 1.0) -> bool:
+    """The database answers and is serving: not failed over and waiting to be resumed
+    (onsale_shard_serving; the admitter pauses its events meanwhile)."""
     try:
         async with asyncio.timeout(within), db.connection() as conn:
-            await conn.fetchval("SELECT 1")
+            await conn.fetchval("SELECT onsale_shard_serving()")
         return True
     except Exception:
         return False

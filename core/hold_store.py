@@ -17,10 +17,10 @@ from onsale.core.hold_rules import BestAvailableRequest, GARequest, HoldRequest,
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import UNAVAILABLE, Database
-from onsale.kernel.problems import Problem
+from onsale.kernel.problems import RESUMING, Problem
 
 DEADLOCK_RETRIES = 3
-_STATUS_BY_CLASS = {"OS400": 400, "OS404": 404, "OS409": 409}
+_STATUS_BY_CLASS = {"OS400": 400, "OS404": 404, "OS409": 409, "OS503": 503}
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ def problem_from_db(exc: asyncpg.PostgresError) -> Problem | None:
     for reserved in ("status", "code", "detail"):  # Problem's own fields
         if reserved in extra:
             extra[f"db_{reserved}"] = extra.pop(reserved)
-    return Problem(_STATUS_BY_CLASS[state], str(getattr(exc, "message", exc)), **extra)
+    detail = RESUMING if state == "OS503" else None
+    return Problem(_STATUS_BY_CLASS[state], str(getattr(exc, "message", exc)), detail, **extra)
 
 
 @contextmanager

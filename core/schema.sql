@@ -495,7 +495,9 @@ CREATE INDEX outbox_unpublished_idx ON outbox (outbox_id) WHERE published_at IS 
 CREATE TABLE shard_identity (
     only_row      boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     shard_id      smallint NOT NULL CHECK (shard_id BETWEEN 1 AND 32767),
-    stamped_since timestamptz NOT NULL DEFAULT clock_timestamp()
+    stamped_since timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- the timeline this shard was last resumed on (onsale_shard_serving; 0008)
+    timeline      bigint NOT NULL DEFAULT 1 CHECK (timeline >= 1)
 );
 
 CREATE TABLE shards (
@@ -504,7 +506,8 @@ CREATE TABLE shards (
     state         text NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'retired')),
     epoch         bigint NOT NULL DEFAULT 1 CHECK (epoch >= 1),
     stamped_since timestamptz NOT NULL,
-    added_at      timestamptz NOT NULL DEFAULT now()
+    added_at      timestamptz NOT NULL DEFAULT now(),
+    patroni       text[] NOT NULL DEFAULT '{}'  -- its Patroni nodes' REST APIs (0008)
 );
 CREATE UNIQUE INDEX shards_dsn_key ON shards (dsn);
 CREATE TRIGGER shards_forward BEFORE UPDATE ON shards

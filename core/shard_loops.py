@@ -1,5 +1,6 @@
 """The background loops of every shard (docs/scaling.md#routing): the expiry sweeper,
-the GA quota plane, the payment reconciler and the outbox relay each run once per
+the GA quota plane, the payment reconciler, the outbox relay and the failover resume
+(core/failover.py) each run once per
 shard, on a pool of that shard, so a shard that is down stops only its own loops and
 each one's work is one transaction on one shard. A shard listed later gets its loops
 within ``SUPERVISE_SECONDS`` (the placement reload opens its request pool first).
@@ -18,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from onsale.core.failover import run_resume
 from onsale.core.ga_quota import run_quota_plane
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import run_relay
@@ -89,10 +91,14 @@ class ShardLoops:
             asyncio.create_task(run_quota_plane(pool, metrics, s.ga_rebalance_interval),
                                 name=f"onsale-ga-quota-{shard_id}"),
         ]
-        if p.payments is not None:
-            payments = p.payments.on(self.shards.pools[shard_id], metrics)
+        payments = (p.payments.on(self.shards.pools[shard_id], metrics)
+                    if p.payments is not None else None)
+        if payments is not None:
             tasks.append(asyncio.create_task(run_reconciler(payments, s.reconcile_interval),
                                              name=f"onsale-reconciler-{shard_id}"))
+        directory = None if shard_id == 1 else self.pools[1]
+        tasks.append(asyncio.create_task(run_resume(pool, payments, s, directory),
+                                         name=f"onsale-resume-{shard_id}"))
         if p.redis is not None:
             tasks.append(asyncio.create_task(
                 run_relay(pool, p.redis, metrics, stream_maxlen=s.outbox_stream_maxlen,

@@ -92,8 +92,8 @@ def decide(rate: float, health: Health, bounds: Bounds, targets: Targets, *,
     if operator_paused:
         return Decision(rate, PAUSED, ("paused by an operator",))
     down = [name for name, ok in (("core", health.core_ok), ("redis", health.redis_ok)) if not ok]
-    if down:
-        return Decision(rate, UNHEALTHY, tuple(f"{name} unhealthy" for name in down))
+    if down:  # admission restarts at the minimum rate once they are back (a failover)
+        return Decision(bounds.min_rate, UNHEALTHY, tuple(f"{name} unhealthy" for name in down))
     breached = breaches(health, targets)
     if breached:
         return Decision(bounds.clamp(rate * bounds.decrease), DECREASING, tuple(breached))

@@ -81,6 +81,11 @@ TITLES: dict[str, str] = {
 }
 
 
+# A shard that failed over and is not resumed yet (onsale_shard_serving, SQLSTATE OS503;
+# docs/operations.md#failover).
+RESUMING = ("Reservations are temporarily unavailable while this event's database recovers "
+            "from a failover; retry in a moment with the same Idempotency-Key.")
+
 class Problem(Exception):
     """An error the API reports as problem+json."""
 

@@ -276,3 +276,74 @@ def test_the_cluster_is_three_nodes_in_strict_synchronous_mode(ha: Ha) -> None:
     assert "sync_standby" in roles, members
     config = Path(ha.cluster.nodes[0].dir / "patroni.yml").read_text()
     assert '"synchronous_mode_strict": true' in config
+
+
+def _start_worker(stack: Stack, crash_at: str | None = None) -> int | None:
+    """A worker; with ``crash_at``, its exit status once that crash point killed it."""
+    try:
+        worker = stack.start_worker(stack.ensure_redis(), crash_at=crash_at)
+    except RuntimeError:  # it died before it said it was serving
+        assert stack.worker is None or stack.worker.proc.poll() is not None
+        return -9
+    if crash_at is None:
+        return None
+    return worker.wait_exit(120)
+
+
+async def _hold_answer(stack: Stack, account: uuid.UUID, event_id: int,
+                       within: float = 60) -> httpx.Response:
+    """The first answer to a hold that is not a connection failure."""
+    deadline = time.monotonic() + within
+    async with stack.client(account) as c:
+        while True:
+            r = await c.post(f"/api/events/{event_id}/holds",
+                             json={"seat_ids": [random.randrange(1, 200)]},
+                             headers={"Idempotency-Key": uuid.uuid4().hex}, timeout=10)
+            if r.status_code != 503 or r.json().get("resuming") or time.monotonic() > deadline:
+                return r
+            await asyncio.sleep(0.2)
+
+
+async def test_the_sale_pauses_until_resumed_and_each_resume_step_survives_a_crash(
+        ha: Ha, ha_stack: Stack) -> None:
+    """Shortened: the leader key is deleted in etcd right after the kill, so Patroni
+    promotes at once instead of after the 20 s lease. With no worker running, the new
+    primary refuses holds (503, ``resuming``); a worker killed right after each resume
+    step leaves it paused; a worker that runs them all resumes it, and the shard records
+    the new timeline (and the directory its epoch)."""
+    event_id = await _event(ha_stack, seats=200)
+    account = (await _accounts(ha.dsn, 1))[0]
+    first = await _hold_answer(ha_stack, account, event_id)  # admitted before the failover
+    assert first.status_code == 201, first.text
+    assert ha_stack.worker is not None
+    ha_stack.worker.stop()
+    old = ha.cluster.leader()
+    assert old is not None
+    old.kill()
+    ha.etcd.delete_leader(SCOPE)
+    await asyncio.to_thread(ha.cluster.wait_leader, 60, other_than=old.name)
+    paused = await _hold_answer(ha_stack, account, event_id)
+    assert paused.status_code == 503, paused.text
+    assert (paused.json()["code"], paused.json()["resuming"]) == ("inventory_unavailable", True)
+    for step in ("resume_after_seatmap", "resume_after_reconcile", "resume_after_audit"):
+        assert _start_worker(ha_stack, crash_at=step) == -9, step
+        again = await _hold_answer(ha_stack, account, event_id)
+        assert again.status_code == 503 and again.json()["resuming"] is True, (step, again.text)
+    _start_worker(ha_stack)
+    deadline = time.monotonic() + 60
+    while (r := await _hold_answer(ha_stack, account, event_id)).status_code == 503:
+        assert time.monotonic() < deadline, r.text
+        await asyncio.sleep(0.5)
+    assert r.status_code in (201, 409), r.text
+    conn = await _primary_conn(ha.dsn)
+    try:
+        timeline = await conn.fetchval(
+            "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int")
+        assert timeline >= 2
+        assert await conn.fetchval("SELECT timeline FROM shard_identity") == timeline
+        assert await conn.fetchval("SELECT epoch FROM shards WHERE shard_id = 1") == timeline
+        await audit_clean(conn)
+    finally:
+        await conn.close()
+    ha.cluster.start_node(old)
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)

@@ -57,9 +57,12 @@ def test_near_the_cap_or_low_completion_holds_the_rate() -> None:
     assert decide(500, HEALTHY, BOUNDS, picky).state == HOLDING
 
 
-def test_unhealthy_core_or_redis_pauses_and_keeps_the_rate() -> None:
+def test_unhealthy_core_or_redis_pauses_and_restarts_at_the_minimum_rate() -> None:
+    """A shard that failed over is unhealthy until it is resumed; admission then grows
+    again from the minimum rate, not from where it was (docs/operations.md#failover)."""
     d = decide(500, Health(**{**HEALTHY.__dict__, "core_ok": False}), BOUNDS, TARGETS)
-    assert (d.rate, d.state, d.admitting) == (500, UNHEALTHY, False)
+    assert (d.rate, d.state, d.admitting) == (BOUNDS.min_rate, UNHEALTHY, False)
+    assert BOUNDS.min_rate < 500
     assert d.reasons == ("core unhealthy",)
     d = decide(500, Health(core_ok=False, redis_ok=False), BOUNDS, TARGETS)
     assert d.reasons == ("core unhealthy", "redis unhealthy")

@@ -26,6 +26,7 @@ DECLARE
     v_amount bigint;
     v_grace timestamptz;
 BEGIN
+    PERFORM onsale_shard_serving();  -- not while failed over and not resumed
     replayed := false;
     SELECT h.event_id INTO v_event FROM holds h
     WHERE h.hold_id = p_hold_id AND h.account_id = p_account_id;
@@ -47,6 +48,7 @@ BEGIN
         SELECT o.amount_minor, o.currency INTO amount_minor, currency
         FROM orders o WHERE o.order_id = (v_prev.response ->> 'order_id')::uuid;
         replayed := true;
+        PERFORM onsale_durable();
         RETURN;
     END IF;
 

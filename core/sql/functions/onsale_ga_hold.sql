@@ -30,6 +30,7 @@ DECLARE
     v_line jsonb;
     v_inserted integer;
 BEGIN
+    PERFORM onsale_shard_serving();  -- not while failed over and not resumed
     lock_wait_ms := 0;
     replayed := true;
     SELECT e.hold_ttl_seconds, e.currency, e.max_tickets_per_account, e.onsale_at

@@ -55,6 +55,7 @@ DECLARE
     v_left bigint;
     v_short boolean[] := array_fill(false, ARRAY[v_n]);
 BEGIN
+    PERFORM onsale_shard_serving();  -- not while failed over and not resumed
     SELECT e.hold_ttl_seconds, e.currency, e.max_tickets_per_account, e.onsale_at
     INTO v_event FROM events e WHERE e.event_id = p_event_id;
     IF FOUND AND now() >= v_event.onsale_at THEN
@@ -90,6 +91,7 @@ BEGIN
                 v_status[k] := v_prev.status_code;
                 v_body[k] := v_prev.response;
                 v_replayed[k] := true;
+                PERFORM onsale_durable();
             END IF;  -- else NULL: onsale_ga_hold raises idempotency_conflict
         END LOOP;
     END IF;
@@ -111,6 +113,7 @@ BEGIN
                 v_status[k] := v_prev.status_code;
                 v_body[k] := v_prev.response;
                 v_replayed[k] := true;
+                PERFORM onsale_durable();
             END IF;  -- else NULL: onsale_ga_hold raises idempotency_conflict
             CONTINUE;
         END IF;

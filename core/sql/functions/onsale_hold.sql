@@ -31,6 +31,7 @@ DECLARE
     v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
+    PERFORM onsale_shard_serving();  -- not while failed over and not resumed
     lock_wait_ms := 0;
     replayed := true;
     SELECT e.hold_ttl_seconds, e.currency, e.max_seats_per_hold, e.max_tickets_per_account,
@@ -78,6 +79,7 @@ BEGIN
                 RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'idempotency_conflict',
                     DETAIL = '{}';
             END IF;
+            PERFORM onsale_durable();
             status_code := v_prev.status_code;
             body := v_prev.response;
             RETURN;

@@ -19,6 +19,7 @@ DECLARE
     v_replay jsonb;
     v_t0 timestamptz;
 BEGIN
+    PERFORM onsale_shard_serving();  -- not while failed over and not resumed
     lock_wait_ms := 0;
     replayed := true;
     SELECT * INTO v_pre
