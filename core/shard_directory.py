@@ -18,7 +18,7 @@ Connect = Callable[[str], Awaitable[Any]]  # a DSN -> an open asyncpg connection
 async def shard_summary(conn: Any) -> list[dict[str, Any]]:
     """``onsale shard list``: each shard with its events, placed and on sale."""
     rows = await conn.fetch(
-        """SELECT s.shard_id, s.dsn, s.state, s.epoch, s.added_at,
+        """SELECT s.shard_id, s.dsn, s.state, s.epoch, s.added_at, s.patroni,
                   count(p.event_id) AS events,
                   count(p.event_id) FILTER (WHERE e.onsale_at <= now()
                                             AND e.starts_at > now()) AS on_sale
@@ -28,7 +28,8 @@ async def shard_summary(conn: Any) -> list[dict[str, Any]]:
            GROUP BY s.shard_id ORDER BY s.shard_id""")
     return [{"shard": r["shard_id"], "dsn": masked_dsn(r["dsn"]), "state": r["state"],
              "epoch": r["epoch"], "events": r["events"], "on_sale": r["on_sale"],
-             "added_at": r["added_at"].isoformat()} for r in rows]
+             "added_at": r["added_at"].isoformat(), "patroni": list(r["patroni"])}
+            for r in rows]
 
 
 async def new_event_home(conn: Any, requested: int | None) -> ShardRow:
@@ -46,6 +47,18 @@ async def new_event_home(conn: Any, requested: int | None) -> ShardRow:
                   else f"Shard {requested} is {shards[requested].state}.")
         raise Problem(REFUSAL_STATUS[code], code, detail=detail)
     return shards[home.shard_id]
+
+
+async def set_patroni(directory: Any, shard_id: int, urls: list[str]) -> None:
+    """Record the REST APIs of the shard's Patroni nodes ([] for a single server)."""
+    bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+    if bad:
+        raise MigrationError(f"a Patroni REST API is an http(s) URL: {', '.join(bad)}")
+    found = await directory.fetchval(
+        "UPDATE shards SET patroni = $2 WHERE shard_id = $1 RETURNING shard_id",
+        shard_id, [u.rstrip("/") for u in urls])
+    if found is None:
+        raise MigrationError(f"no shard {shard_id} (onsale shard list)")
 
 
 async def add_shard(directory: Any, dsn: str, connect: Connect) -> tuple[int, MigrateResult]:

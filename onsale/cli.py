@@ -10,6 +10,7 @@ import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from onsale.core.shard_directory import (
     add_shard,
     migrate_shards,
     new_event_home,
+    set_patroni,
     shard_summary,
 )
 from onsale.embedded import (
@@ -36,6 +38,7 @@ from onsale.embedded import (
     start_valkey_cluster,
 )
 from onsale.environment import report_unknown
+from onsale.kernel import patroni_api
 from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
@@ -123,22 +126,58 @@ async def _migrate_all(url: str) -> list[str]:
     return lines
 
 
-async def _shard_add(url: str, dsn: str) -> str:
+async def _shard_add(url: str, dsn: str, patroni: list[str]) -> str:
     conn = await _connect(url)
     try:
         await migrate(conn)
         shard_id, applied = await add_shard(conn, dsn, _connect)
+        if patroni:
+            await set_patroni(conn, shard_id, patroni)
     finally:
         await conn.close()
     return f"shard {shard_id} added: {masked_dsn(dsn)} ({applied.describe()})"
 
 
-async def _shard_list(url: str) -> list[dict[str, Any]]:
+async def _shard_patroni(url: str, shard_id: int, patroni: list[str]) -> str:
     conn = await _connect(url)
     try:
-        return await shard_summary(conn)
+        await set_patroni(conn, shard_id, patroni)
     finally:
         await conn.close()
+    return (f"shard {shard_id}: Patroni nodes {', '.join(patroni)}" if patroni
+            else f"shard {shard_id}: a single server")
+
+
+async def _shard_list(url: str) -> list[dict[str, Any]]:
+    """The directory's shard list, with each Patroni shard's members as /cluster reports
+    them (asked at once, each in a thread)."""
+    conn = await _connect(url)
+    try:
+        shards = await shard_summary(conn)
+    finally:
+        await conn.close()
+    pids = patroni_api.local_postmasters()
+    docs = await asyncio.gather(*(asyncio.to_thread(patroni_api.cluster, s["patroni"])
+                                  for s in shards))
+    for s, doc in zip(shards, docs, strict=True):
+        s["members"] = patroni_api.members(doc, pids) if s["patroni"] else []
+        if s["patroni"] and doc is None:
+            s["members_error"] = "no Patroni node answers"
+    return shards
+
+
+async def _patroni_urls(url: str, shard_id: int) -> list[str]:
+    conn = await _connect(url)
+    try:
+        urls = await conn.fetchval("SELECT patroni FROM shards WHERE shard_id = $1", shard_id)
+    finally:
+        await conn.close()
+    if urls is None:
+        raise ValueError(f"no shard {shard_id} (onsale shard list)")
+    if not urls:
+        raise ValueError(f"shard {shard_id} is a single server: no Patroni nodes are listed "
+                         "(onsale shard patroni)")
+    return list(urls)
 
 
 async def _audit(url: str, only: int | None = None) -> int:
@@ -295,7 +334,18 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
         signal.signal(signal.SIGTERM, previous)
 
 
-async def _dev_shards(directory_url: str, servers: list[EmbeddedPostgres]) -> list[str]:
+@dataclass(frozen=True)
+class DevShard:
+    """One more shard of ``onsale dev --shards N``: where to create database ``onsale``
+    (``admin_url``), its DSN, where it lives, and its Patroni nodes' APIs (--ha)."""
+
+    admin_url: str
+    dsn: str
+    where: str
+    patroni: tuple[str, ...] = ()
+
+
+async def _dev_shards(directory_url: str, servers: list[DevShard]) -> list[str]:
     """``onsale dev --shards N``: database ``onsale`` on each extra server, listed as the
     next shard the first time (``onsale shard add``); on a later start the server's port
     may have changed, so the listed DSN follows it (a database keeps its number). Then
@@ -305,14 +355,14 @@ async def _dev_shards(directory_url: str, servers: list[EmbeddedPostgres]) -> li
     directory = await _connect(directory_url)
     try:
         for server in servers:
-            admin = await asyncpg.connect(server.url)
+            admin = await asyncpg.connect(server.admin_url)
             try:
                 if not await admin.fetchval(
                         "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'onsale')"):
                     await admin.execute("CREATE DATABASE onsale")
             finally:
                 await admin.close()
-            dsn = server.url_for("onsale")
+            dsn = server.dsn
             conn = await _connect(dsn)
             try:
                 shard_id = (await conn.fetchval("SELECT shard_id FROM shard_identity")
@@ -321,13 +371,15 @@ async def _dev_shards(directory_url: str, servers: list[EmbeddedPostgres]) -> li
             finally:
                 await conn.close()
             if shard_id is None:
-                await add_shard(directory, dsn, _connect)
+                shard_id, _ = await add_shard(directory, dsn, _connect)
             elif await directory.fetchval(
                     "UPDATE shards SET dsn = $2 WHERE shard_id = $1 RETURNING shard_id",
                     shard_id, dsn) is None:
                 raise ConfigError(
-                    f"{server.data_dir} holds shard {shard_id}, which the directory does not "
+                    f"{server.where} holds shard {shard_id}, which the directory does not "
                     "list (a directory started over?): remove that directory to start over")
+            if server.patroni:
+                await set_patroni(directory, shard_id, list(server.patroni))
         await migrate_shards(directory, _connect)
         rows = await directory.fetch("SELECT shard_id, dsn FROM shards ORDER BY shard_id")
     finally:
@@ -335,6 +387,24 @@ async def _dev_shards(directory_url: str, servers: list[EmbeddedPostgres]) -> li
     slot = os.environ.get("ONSALE_SEATMAP_SLOT", "onsale_seatmap")
     return [f"shard {r['shard_id']} {masked_dsn(r['dsn'])}, change capture on slot "
             f"{slot_name(slot, r['shard_id'])}" for r in rows]
+
+
+def _start_ha(base: Path, shards: int, started: list[Any]) -> list[DevShard]:
+    """``onsale dev --ha``: etcd, one Patroni cluster of three nodes per shard and HAProxy
+    routing each shard's address to its leader; started over on every run."""
+    from onsale.patroni import start_etcd, start_haproxy, start_patroni_cluster
+
+    etcd = start_etcd(base / "etcd")
+    started.append(etcd)
+    clusters = []
+    for n in range(1, shards + 1):
+        cluster = start_patroni_cluster(base, etcd, f"shard{n}")
+        started.append(cluster)
+        clusters.append(cluster)
+    proxy = start_haproxy(base / "haproxy", clusters)
+    started.append(proxy)
+    return [DevShard(proxy.dsn(c.scope, "postgres"), proxy.dsn(c.scope), c.scope,
+                     tuple(node.rest for node in c.nodes)) for c in clusters]
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -348,17 +418,26 @@ def cmd_dev(args: argparse.Namespace) -> int:
     report_unknown(os.environ, "onsale dev")
     try:
         HttpLimits.from_env(env)  # a bad ONSALE_HTTP_* stops dev before anything starts
-        if not env.get("DATABASE_URL"):
+        shard_servers: list[DevShard] = []
+        directory_patroni: tuple[str, ...] = ()
+        if args.ha:  # docs/operations.md#onsale-dev---ha
+            if env.get("DATABASE_URL"):
+                raise ConfigError("--ha starts its own Patroni clusters: unset DATABASE_URL")
+            ha = _start_ha(base / "ha", args.shards, started)
+            env["DATABASE_URL"] = ha[0].dsn
+            directory_patroni = ha[0].patroni
+            shard_servers = ha[1:]
+        elif not env.get("DATABASE_URL"):
             pg = start_postgres(base / "pg")
             if pg.started_here:
                 started.append(pg)
             env["DATABASE_URL"] = pg.url
-        shard_servers = []
-        for n in range(2, args.shards + 1):  # docs/scaling.md#onsale-dev---shards-2
+        for n in range(2, args.shards + 1) if not args.ha else ():  # docs/scaling.md
             server = start_postgres(base / f"pg-shard{n}")
             if server.started_here:
                 started.append(server)
-            shard_servers.append(server)
+            shard_servers.append(DevShard(server.url, server.url_for("onsale"),
+                                          str(server.data_dir)))
         if args.valkey_cluster and env.get("REDIS_URL"):
             raise ConfigError("--valkey-cluster starts a cluster of its own: unset REDIS_URL")
         if args.valkey_cluster:  # three primaries, docs/scaling.md#valkey-cluster
@@ -382,6 +461,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
         env.setdefault("ONSALE_PUBLIC_URL", f"http://{args.host}:{args.port}")
         settings = Settings.from_env(env, dev=True)
         applied = asyncio.run(_migrate(settings.database_url))
+        if directory_patroni:
+            asyncio.run(_shard_patroni(settings.database_url, 1, list(directory_patroni)))
         shard_lines = (asyncio.run(_dev_shards(settings.database_url, shard_servers))
                        if shard_servers else [])
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
@@ -394,6 +475,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"onsale dev: admin token {settings.admin_token}")
         if args.valkey_cluster:
             print(f"onsale dev: Valkey Cluster of three primaries, REDIS_URL={settings.redis_url}")
+        if args.ha:
+            print(f"onsale dev: {args.shards} shard(s), each a Patroni cluster of three nodes "
+                  "behind HAProxy (onsale shard list; docs/operations.md#failover)")
         print(f"onsale dev: payment provider {settings.stripe_api_base}/ "
               "(test cards in docs/psp.md)")
         print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "
@@ -454,10 +538,34 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_shard_add(args: argparse.Namespace) -> int:
     try:
         with database_url() as url:
-            print(asyncio.run(_shard_add(url, args.dsn)))
+            print(asyncio.run(_shard_add(url, args.dsn, args.patroni)))
     except Exception as exc:  # a refused DSN, an outage, a migration error: exit 2
         print(f"onsale shard add: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def cmd_shard_patroni(args: argparse.Namespace) -> int:
+    try:
+        with database_url() as url:
+            print(asyncio.run(_shard_patroni(url, args.shard, args.urls)))
+    except Exception as exc:
+        print(f"onsale shard patroni: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_shard_switchover(args: argparse.Namespace) -> int:
+    """A planned switchover of a Patroni shard (maintenance): the leader hands over to a
+    synchronous standby; onsale's resume runs on the new primary as after a failover."""
+    try:
+        with database_url() as url:
+            urls = asyncio.run(_patroni_urls(url, args.shard))
+        done = patroni_api.switchover(urls, args.candidate)
+    except Exception as exc:
+        print(f"onsale shard switchover: {exc}", file=sys.stderr)
+        return 2
+    print(f"shard {args.shard}: switchover from {done['from']}: {done['answer']}")
     return 0
 
 
@@ -475,6 +583,12 @@ def cmd_shard_list(args: argparse.Namespace) -> int:
     for s in shards:
         print(f"{s['shard']:>5}  {s['state']:<8} {s['epoch']:>5} {s['events']:>6} "
               f"{s['on_sale']:>7}  {s['dsn']}")
+        for m in s["members"]:
+            print(f"{'':>7}{m['name']} {m['host']}:{m['port']} {m['role']} {m['state']} "
+                  f"timeline {m['timeline']} lag {m['lag']}"
+                  + (f" pid {m['pid']}" if m["pid"] else ""))
+        if "members_error" in s:
+            print(f"{'':>7}{s['members_error']}")
     return 0
 
 
@@ -572,6 +686,10 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument("--valkey-cluster", action="store_true",
                      help="start a Valkey Cluster of three primaries (in "
                      "$ONSALE_DATA_DIR/valkey-cluster) instead of one Valkey")
+    dev.add_argument("--ha", action="store_true",
+                     help="every shard a Patroni cluster of three PostgreSQL nodes with etcd "
+                          "and HAProxy, started over each run (make ha; "
+                          "docs/operations.md#failover)")
     dev.add_argument("--shards", type=int, default=1, choices=range(1, 9), metavar="N",
                      help="N shards: the directory (shard 1) and N-1 more embedded "
                      "PostgreSQL servers (in $ONSALE_DATA_DIR/pg-shard<n>), each with its "
@@ -599,7 +717,21 @@ def parser() -> argparse.ArgumentParser:
     add = shard_sub.add_parser("add", help="migrate a PostgreSQL database and list it as "
                                "the next shard")
     add.add_argument("dsn", help="the shard's connection URL, as every process will use it")
+    add.add_argument("--patroni", action="append", default=[], metavar="URL",
+                     help="the REST API of one of the shard's Patroni nodes (repeat for "
+                          "each; docs/operations.md#failover)")
     add.set_defaults(func=cmd_shard_add)
+    patroni = shard_sub.add_parser("patroni", help="record the REST APIs of a shard's "
+                                   "Patroni nodes (none: a single server)")
+    patroni.add_argument("shard", type=int)
+    patroni.add_argument("urls", nargs="*", metavar="URL")
+    patroni.set_defaults(func=cmd_shard_patroni)
+    switch = shard_sub.add_parser("switchover", help="a planned switchover of a Patroni "
+                                  "shard, for maintenance")
+    switch.add_argument("--shard", type=int, required=True)
+    switch.add_argument("--candidate", help="the node to promote (default: Patroni's choice "
+                        "among the synchronous standbys)")
+    switch.set_defaults(func=cmd_shard_switchover)
     listing = shard_sub.add_parser("list", help="the shards, their epochs and events")
     listing.add_argument("--json", action="store_true", help="one JSON document")
     listing.set_defaults(func=cmd_shard_list)

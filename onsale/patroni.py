@@ -19,8 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +33,7 @@ from onsale.embedded import (
     _run_as,
     _traversable,
 )
+from onsale.kernel.patroni_api import http_json
 
 NODES = 3  # strict synchronous mode needs a standby left after a failover (docs/operations.md)
 LEASE_SECONDS = 20  # Patroni's minimum ttl
@@ -81,27 +80,6 @@ def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout)
-
-
-def http_json(url: str, *, method: str = "GET", body: dict[str, Any] | None = None,
-              timeout: float = 2.0) -> tuple[int, Any]:
-    """(status, parsed body) of one request to a Patroni REST API; (0, None) when the
-    node does not answer."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raw, status = exc.read(), exc.code
-    except (OSError, TimeoutError):
-        return 0, None
-    try:
-        return status, json.loads(raw) if raw else None
-    except ValueError:
-        return status, raw.decode(errors="replace")
 
 
 @dataclass
