@@ -198,9 +198,12 @@ class PatroniCluster:
         return []
 
     def leader(self) -> Node | None:
-        """The node whose ``/primary`` answers 200: the lease holder, if any."""
+        """The lease holder: the member ``/cluster`` names leader, when its own
+        ``/primary`` agrees (a node whose Patroni is late, or frozen, can still answer 200
+        on ``/primary`` for a lock it no longer holds)."""
+        named = {m.get("name") for m in self.members() if m.get("role") == "leader"}
         for node in self.nodes:
-            if http_json(f"{node.rest}/primary", timeout=1.0)[0] == 200:
+            if node.name in named and http_json(f"{node.rest}/primary", timeout=1.0)[0] == 200:
                 return node
         return None
 

@@ -175,6 +175,7 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
     and postmaster; the load goes on through the real 20 s lease. Every hold and order
     answered 2xx, before or after the kill, is on the new primary; the audit is clean;
     no seat has two sold orders."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
     seats = 2000
     event_id = await _event(ha_stack, seats=seats)
     ga_event_id = await _event(ha_stack, seats=0,
@@ -311,6 +312,7 @@ async def test_the_sale_pauses_until_resumed_and_each_resume_step_survives_a_cra
     primary refuses holds (503, ``resuming``); a worker killed right after each resume
     step leaves it paused; a worker that runs them all resumes it, and the shard records
     the new timeline (and the directory its epoch)."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
     event_id = await _event(ha_stack, seats=200)
     account = (await _accounts(ha.dsn, 1))[0]
     first = await _hold_answer(ha_stack, account, event_id)  # admitted before the failover
@@ -347,3 +349,157 @@ async def test_the_sale_pauses_until_resumed_and_each_resume_step_survives_a_cra
         await conn.close()
     ha.cluster.start_node(old)
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
+
+
+async def _until_accepted(stack: Stack, account: uuid.UUID, event_id: int,
+                          within: float = 90) -> float:
+    """Seconds until a hold is accepted (201) or refused as taken (409): served again."""
+    started = time.monotonic()
+    async with stack.client(account) as c:
+        while True:
+            try:
+                r = await c.post(f"/api/events/{event_id}/holds",
+                                 json={"seat_ids": [random.randrange(1, 200)]},
+                                 headers={"Idempotency-Key": uuid.uuid4().hex}, timeout=10)
+                if r.status_code in (201, 409):
+                    return time.monotonic() - started
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() - started < within, "holds were not accepted again"
+            await asyncio.sleep(0.2)
+
+
+def _onsale(dsn: str, *args: str) -> str:
+    import subprocess
+
+    from tests.stack import ONSALE
+
+    done = subprocess.run([ONSALE, *args], env={**__import__("os").environ, "DATABASE_URL": dsn},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_a_planned_switchover_and_a_failover_back(ha: Ha, ha_stack: Stack) -> None:
+    """``onsale shard switchover`` through Patroni's API: the sync standby takes over,
+    the shard resumes on the new timeline and ``onsale shard list`` shows it; then the
+    new leader is killed (shortened: its leader key deleted) and another node leads."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
+    import json
+
+    event_id = await _event(ha_stack, seats=200)
+    account = (await _accounts(ha.dsn, 1))[0]
+    await _until_accepted(ha_stack, account, event_id)
+    if ha_stack.worker is None or ha_stack.worker.proc.poll() is not None:
+        _start_worker(ha_stack)
+    _onsale(ha.dsn, "shard", "patroni", "1", *(n.rest for n in ha.cluster.nodes))
+    before = ha.cluster.leader()
+    assert before is not None
+    started = time.monotonic()
+    out = _onsale(ha.dsn, "shard", "switchover", "--shard", "1")
+    assert f"switchover from {before.name}" in out
+    after = await asyncio.to_thread(ha.cluster.wait_leader, 60, other_than=before.name)
+    served = await _until_accepted(ha_stack, account, event_id)
+    print(f"\nswitchover {before.name} -> {after.name}: holds accepted again "
+          f"{time.monotonic() - started:.1f} s after the request ({served:.1f} s of waiting)")
+    listed = json.loads(_onsale(ha.dsn, "shard", "list", "--json"))[0]
+    leaders = [m for m in listed["members"] if m["role"] == "leader"]
+    assert [m["name"] for m in leaders] == [after.name]
+    assert listed["epoch"] == leaders[0]["timeline"] >= 2
+    assert all(m["pid"] for m in listed["members"])  # all local here
+    # And back, once the old leader streams again as a standby (strict synchronous mode
+    # promotes only a synchronous standby): the new leader dies, another node leads.
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
+    after.kill()
+    ha.etcd.delete_leader(SCOPE)
+    third = await asyncio.to_thread(ha.cluster.wait_leader, 60, other_than=after.name)
+    await _until_accepted(ha_stack, account, event_id)
+    conn = await _primary_conn(ha.dsn)
+    try:
+        assert await conn.fetchval("SELECT timeline FROM shard_identity") > listed["epoch"]
+        await audit_clean(conn)
+    finally:
+        await conn.close()
+    assert third.name != after.name
+    ha.cluster.start_node(after)
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
+
+
+async def test_a_postmaster_crash_is_restarted_in_place_without_a_failover(
+        ha: Ha, ha_stack: Stack) -> None:
+    """``kill -9`` of the leader's postmaster alone: Patroni restarts it on the same node
+    and timeline, so nothing needs resuming; holds come back by themselves."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
+    import os
+    import signal
+
+    event_id = await _event(ha_stack, seats=200)
+    account = (await _accounts(ha.dsn, 1))[0]
+    await _until_accepted(ha_stack, account, event_id)
+    leader = ha.cluster.leader()
+    assert leader is not None
+    conn = await _primary_conn(ha.dsn)
+    try:
+        timeline = await conn.fetchval("SELECT timeline FROM shard_identity")
+    finally:
+        await conn.close()
+    pid = leader.postmaster_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    served = await _until_accepted(ha_stack, account, event_id)
+    print(f"\npostmaster crash: holds accepted again after {served:.1f} s")
+    assert (ha.cluster.leader() or leader).name == leader.name
+    conn = await _primary_conn(ha.dsn)
+    try:
+        assert await conn.fetchval("SELECT timeline FROM shard_identity") == timeline
+        await audit_clean(conn)
+    finally:
+        await conn.close()
+
+
+async def test_a_frozen_patroni_never_answers_from_the_old_primary(
+        ha: Ha, ha_stack: Stack) -> None:
+    """``SIGSTOP`` of the leader's Patroni alone: its PostgreSQL runs on as a primary.
+    Shortened: the leader key is deleted, so another node is promoted at once, while the
+    frozen one still believes it leads. HAProxy stops routing to it within seconds (its
+    /primary no longer answers) and cuts its sessions; a write that reached it waits for
+    a synchronous standby that now follows the new leader, so it is never acknowledged.
+    Every hold acknowledged, before or after, is on the new primary; after SIGCONT the
+    old node rejoins as a replica."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
+    import os
+    import signal
+
+    event_id = await _event(ha_stack, seats=200)
+    accounts = await _accounts(ha.dsn, 8)
+    load, stop = Load(), asyncio.Event()
+    shoppers = [asyncio.create_task(_shop(ha_stack, a, event_id, event_id, 200, load, stop,
+                                          random.Random(i)))
+                for i, a in enumerate(accounts)]
+    old = ha.cluster.leader()
+    assert old is not None and old.process is not None
+    try:
+        await asyncio.sleep(2)
+        os.kill(old.process.pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        ha.etcd.delete_leader(SCOPE)
+        await asyncio.to_thread(ha.cluster.wait_leader, 60, other_than=old.name)
+        while load.first_accepted_after(frozen_at + 1) is None:
+            assert time.monotonic() - frozen_at < 90, "holds were not accepted again"
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2)
+    finally:
+        stop.set()
+        await asyncio.gather(*shoppers, return_exceptions=True)
+        os.kill(old.process.pid, signal.SIGCONT)
+    conn = await _primary_conn(ha.dsn)
+    try:
+        rows = await conn.fetch("SELECT hold_id::text, seat_ids FROM holds "
+                                "WHERE hold_id = ANY($1::uuid[])", list(load.holds))
+        assert {r["hold_id"]: sorted(r["seat_ids"]) for r in rows} == load.holds
+        await audit_clean(conn)
+    finally:
+        await conn.close()
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 120)
+    members = {m["name"]: m["role"] for m in ha.cluster.members()}
+    assert members[old.name] in ("replica", "sync_standby"), members
