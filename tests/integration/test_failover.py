@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import redis.asyncio
 
 from onsale.core.migrate import migrate
 from onsale.patroni import (
@@ -33,7 +34,9 @@ from onsale.patroni import (
     start_patroni_cluster,
 )
 from tests.conftest import ADMIN_TOKEN, asyncpg_connect, audit_clean
-from tests.stack import APPROVE, Stack
+from tests.integration.test_seatmap_crash import caught_up, start_cdc
+from tests.seatmap_support import seatmap_settings
+from tests.stack import APPROVE, Stack, eventually
 
 SCOPE = "shard1"
 
@@ -181,7 +184,8 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
     """Concurrent seat holds, GA holds and checkouts; ``kill -9`` of the leader's Patroni
     and postmaster; the load goes on through the real 20 s lease. Every hold and order
     answered 2xx, before or after the kill, is on the new primary; the audit is clean;
-    no seat has two sold orders."""
+    no seat has two sold orders; the seat map, streamed by a change-capture process
+    through the same address, converges to what the new primary holds."""
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
     seats = 2000
     event_id = await _event(ha_stack, seats=seats)
@@ -189,6 +193,8 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
                                ga_tiers=[{"name": "Floor", "price_minor": 5000,
                                           "capacity": 5000, "stripes": 4}])
     accounts = await _accounts(ha.dsn, 24)
+    settings = seatmap_settings()
+    cdc, _ = start_cdc(ha.dsn, ha_stack.ensure_redis(), settings)
     load, stop, rng = Load(), asyncio.Event(), random.Random(24)
     shoppers = [asyncio.create_task(_shop(ha_stack, a, event_id, ga_event_id, seats, load,
                                           stop, random.Random(rng.random())))
@@ -228,6 +234,13 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
         orders = await conn.fetchval(
             "SELECT count(*) FROM orders WHERE order_id = ANY($1::uuid[])", list(load.orders))
         assert orders == len(load.orders)
+        seat_map = redis.asyncio.Redis.from_url(ha_stack.ensure_redis())
+        try:  # the slot died with the old primary: the capture rebuilds from a snapshot
+            await eventually(lambda: caught_up(conn, seat_map, event_id), within=90)
+            await eventually(lambda: caught_up(conn, seat_map, ga_event_id), within=30)
+        finally:
+            await seat_map.aclose()
+            cdc.stop()
         twice = await conn.fetchval(
             """SELECT count(*) FROM (SELECT oi.event_id, oi.seat_id FROM order_items oi
                  JOIN orders o USING (order_id) WHERE o.status = 'CONFIRMED' AND oi.valid
