@@ -45,8 +45,8 @@ SENTENCES: dict[str, str] = {
     "invalid_quantity": "That number of places cannot be bought in one go.",
     "ga_tier_not_found": "That ticket type is not on sale for this event.",
     "ticket_limit_exceeded": "That would take you over the ticket limit for this event.",
-    "inventory_unavailable": "Seats cannot be reserved right now. Please try again in "
-                             "a moment.",
+    "inventory_unavailable": "Reservations are temporarily unavailable. Please try again "
+                             "in a moment.",
     "hold_checked_out": "These seats have already been paid for.",
     "checkout_in_progress": "A payment for these seats is already in progress.",
     "hold_expiring": "Too little time is left on your hold to pay. Please choose seats again.",

@@ -150,7 +150,7 @@ async def test_database_down_is_a_sentence_not_json() -> None:
         one = await c.get("/events/7")
     for page in (listing, one):
         assert page.status_code == 503
-        assert "Seats cannot be reserved right now" in page.text
+        assert "Reservations are temporarily unavailable" in page.text
         assert "application/problem+json" not in page.headers["content-type"]
 
 
