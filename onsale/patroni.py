@@ -107,6 +107,19 @@ class Etcd:
         if status != 200:
             raise EmbeddedError(f"etcd refused to delete the leader key: {status} {body}")
 
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every key under ``prefix`` (a cluster's scope, to bootstrap it anew)."""
+        import base64
+
+        def b64(raw: bytes) -> str:
+            return base64.b64encode(raw).decode()
+
+        end = prefix.encode()[:-1] + bytes([prefix.encode()[-1] + 1])
+        status, body = http_json(f"{self.url}/v3/kv/deleterange", method="POST",
+                                 body={"key": b64(prefix.encode()), "range_end": b64(end)})
+        if status != 200:
+            raise EmbeddedError(f"etcd refused to delete {prefix}: {status} {body}")
+
     def stop(self) -> None:
         _stop(self.process)
 
@@ -309,9 +322,28 @@ def _node_config(cluster: PatroniCluster, node: Node, *, fast: bool) -> dict[str
 
 
 def start_patroni_cluster(data_dir: Path, etcd: Etcd, scope: str, *, fast: bool = False,
-                          database: str = "onsale", timeout: float = 120) -> PatroniCluster:
+                          database: str = "onsale", timeout: float = 120,
+                          attempts: int = 2) -> PatroniCluster:
     """``NODES`` nodes under ``data_dir/<scope>``, started and waited for: a leader, a
-    synchronous standby and a replica streaming, and ``database`` created."""
+    synchronous standby and a replica streaming, and ``database`` created. A bootstrap
+    that does not come up in ``timeout`` (seen once on a loaded machine: every node
+    waiting for a leader to bootstrap) is started over from nothing, its keys in etcd
+    removed, up to ``attempts`` times."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start_cluster(data_dir, etcd, scope, fast=fast, database=database,
+                                  timeout=timeout)
+        except EmbeddedError as exc:
+            if attempt == attempts:
+                raise
+            print(f"Patroni cluster {scope} did not come up ({str(exc).splitlines()[0]}); "
+                  "starting it over", file=sys.stderr)
+            etcd.delete_prefix(f"/service/{scope}/")
+    raise AssertionError("unreachable")
+
+
+def _start_cluster(data_dir: Path, etcd: Etcd, scope: str, *, fast: bool, database: str,
+                   timeout: float) -> PatroniCluster:
     user = _run_as()
     base = (data_dir / scope).resolve()
     shutil.rmtree(base, ignore_errors=True)
