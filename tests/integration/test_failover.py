@@ -523,3 +523,45 @@ async def test_a_frozen_patroni_never_answers_from_the_old_primary(
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 120)
     members = {m["name"]: m["role"] for m in ha.cluster.members()}
     assert members[old.name] in ("replica", "sync_standby"), members
+
+
+async def test_a_replay_answers_only_once_its_commit_is_replicated(
+        ha: Ha, ha_stack: Stack) -> None:
+    """Both standbys stopped, so the primary can commit nothing through synchronous
+    replication. The replay of an acknowledged hold is then not answered (503) rather
+    than read back at once: a replay commits through the synchronous path before it
+    answers (onsale_durable), so a deposed primary could never acknowledge a row only it
+    holds. With the standbys back, the same key answers the original hold."""
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
+    event_id = await _event(ha_stack, seats=200)
+    account = (await _accounts(ha.dsn, 1))[0]
+    body, key = {"seat_ids": [7]}, uuid.uuid4().hex
+    async with ha_stack.client(account) as c:
+        first = await c.post(f"/api/events/{event_id}/holds", json=body,
+                             headers={"Idempotency-Key": key}, timeout=10)
+        assert first.status_code == 201, first.text
+        leader = ha.cluster.leader()
+        assert leader is not None
+        standbys = [n for n in ha.cluster.nodes if n.name != leader.name]
+        for node in standbys:
+            node.kill()
+        try:
+            unanswered = await c.post(f"/api/events/{event_id}/holds", json=body,
+                                      headers={"Idempotency-Key": key}, timeout=10)
+            assert unanswered.status_code == 503, unanswered.text
+        except httpx.TimeoutException:
+            pass  # no answer at all is as good: never a replayed 201
+        finally:
+            for node in standbys:
+                ha.cluster.start_node(node)
+        await asyncio.to_thread(ha.cluster.wait_streaming, 2, 120)
+        deadline = time.monotonic() + 60
+        while True:
+            again = await c.post(f"/api/events/{event_id}/holds", json=body,
+                                 headers={"Idempotency-Key": key}, timeout=10)
+            if again.status_code != 503 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+    assert again.status_code == 201, again.text
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["hold_id"] == first.json()["hold_id"]
