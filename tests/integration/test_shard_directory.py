@@ -136,7 +136,7 @@ async def test_an_existing_database_becomes_shard_1_and_keeps_finding_its_old_id
     before = tmp_path / "before"
     before.mkdir()
     for f in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        if not f.name.startswith("0007"):
+        if f.name < "0007":
             shutil.copy(f, before / f.name)
     url = await fresh_database(pg, "template0")
     conn = await _connect(url)
