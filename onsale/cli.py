@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -131,21 +132,44 @@ async def _shard_add(url: str, dsn: str, patroni: list[str]) -> str:
     try:
         await migrate(conn)
         shard_id, applied = await add_shard(conn, dsn, _connect)
-        if patroni:
-            await set_patroni(conn, shard_id, patroni)
+        slot = await _set_patroni(conn, shard_id, patroni) if patroni else ""
     finally:
         await conn.close()
-    return f"shard {shard_id} added: {masked_dsn(dsn)} ({applied.describe()})"
+    return f"shard {shard_id} added: {masked_dsn(dsn)} ({applied.describe()}){slot}"
 
 
 async def _shard_patroni(url: str, shard_id: int, patroni: list[str]) -> str:
     conn = await _connect(url)
     try:
-        await set_patroni(conn, shard_id, patroni)
+        slot = await _set_patroni(conn, shard_id, patroni)
     finally:
         await conn.close()
-    return (f"shard {shard_id}: Patroni nodes {', '.join(patroni)}" if patroni
+    return (f"shard {shard_id}: Patroni nodes {', '.join(patroni)}{slot}" if patroni
             else f"shard {shard_id}: a single server")
+
+
+def _capture_slot() -> str:
+    """Shard 1's change-capture slot as configured (``ONSALE_SEATMAP_SLOT``)."""
+    from onsale.seatmap.config import SeatmapSettings
+
+    return load(SeatmapSettings, os.environ).slot
+
+
+async def _set_patroni(directory: Any, shard_id: int, patroni: list[str]) -> str:
+    """List the shard's Patroni nodes, and declare its change capture's slot permanent
+    in the cluster's configuration (docs/operations.md#failover); what was done, as a
+    phrase for the CLI's answer."""
+    from onsale.seatmap.shard_plan import slot_name
+
+    await set_patroni(directory, shard_id, patroni)
+    if not patroni:
+        return ""
+    dsn = await directory.fetchval("SELECT dsn FROM shards WHERE shard_id = $1", shard_id)
+    database = (urllib.parse.urlsplit(dsn).path.lstrip("/") or "postgres" if dsn
+                else await directory.fetchval("SELECT current_database()"))  # '': this one
+    slot = slot_name(_capture_slot(), shard_id)
+    added = await asyncio.to_thread(patroni_api.declare_slot, patroni, slot, database)
+    return f"; slot {slot} {'declared' if added else 'already'} permanent in Patroni"
 
 
 async def _shard_list(url: str) -> list[dict[str, Any]]:
@@ -379,12 +403,12 @@ async def _dev_shards(directory_url: str, servers: list[DevShard]) -> list[str]:
                     f"{server.where} holds shard {shard_id}, which the directory does not "
                     "list (a directory started over?): remove that directory to start over")
             if server.patroni:
-                await set_patroni(directory, shard_id, list(server.patroni))
+                await _set_patroni(directory, shard_id, list(server.patroni))
         await migrate_shards(directory, _connect)
         rows = await directory.fetch("SELECT shard_id, dsn FROM shards ORDER BY shard_id")
     finally:
         await directory.close()
-    slot = os.environ.get("ONSALE_SEATMAP_SLOT", "onsale_seatmap")
+    slot = _capture_slot()
     return [f"shard {r['shard_id']} {masked_dsn(r['dsn'])}, change capture on slot "
             f"{slot_name(slot, r['shard_id'])}" for r in rows]
 

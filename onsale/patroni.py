@@ -245,6 +245,29 @@ class PatroniCluster:
 
         _wait(f"the standbys of {self.scope}", ready, timeout)
 
+    def wait_slot(self, name: str, timeout: float = 90) -> None:
+        """Until every running node has the permanent slot ``name`` (Patroni creates it on
+        the leader, then copies it to each standby, restarting that standby once)."""
+
+        def ready() -> bool:
+            return all(_has_slot(n, name) for n in self.nodes
+                       if n.process is not None and n.process.poll() is None)
+
+        _wait(f"slot {name} on every node of {self.scope}", ready, timeout)
+
+    def forget_slot(self, name: str) -> None:
+        """Take the permanent slot ``name`` out of the configuration and drop it on every
+        running node (a slot no consumer reads holds WAL, and the resume after a failover
+        waits for it, core/failover.py)."""
+        status, answer = http_json(f"{self.nodes[0].rest}/config", method="PATCH",
+                                   body={"slots": {name: None}})
+        if status != 200:
+            raise EmbeddedError(f"Patroni kept slot {name} ({status}): {answer}")
+        time.sleep(2)  # Patroni's loop (loop_wait 1) sees the new configuration
+        for node in self.nodes:
+            if node.process is not None and node.process.poll() is None:
+                _drop_slot(node, name)
+
     def start_node(self, node: Node) -> None:
         log = (node.dir / "patroni.log").open("ab")
         with log:
@@ -460,6 +483,36 @@ def _steadily(check: Any, seconds: float = 3.0) -> Any:
         return time.monotonic() - since[0] >= seconds
 
     return ready
+
+
+def _has_slot(node: Node, name: str) -> bool:
+    import psycopg2
+
+    try:
+        conn = psycopg2.connect(node.dsn("postgres"), connect_timeout=1)
+    except psycopg2.Error:
+        return False
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (name,))
+            return cur.fetchone() is not None
+    except psycopg2.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _drop_slot(node: Node, name: str) -> None:
+    import psycopg2
+
+    conn = psycopg2.connect(node.dsn("postgres"), connect_timeout=5)
+    try:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                        " WHERE slot_name = %s AND NOT active", (name,))
+    finally:
+        conn.close()
 
 
 def _writable(dsn: str) -> bool:

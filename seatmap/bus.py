@@ -16,7 +16,9 @@ Each shard's consumer has its own keys (``capture_keys``), all with the hash tag
 
 - ``onsale:{seatmap}:meta`` (shard n: ``onsale:{seatmap}:s<n>:meta``) — hash:
   ``generation`` (one per rebuild), ``slot``, ``published`` (every WAL position of the
-  shard up to this is in Redis, 16 hex digits), ``epoch`` (the shard's last).
+  shard up to this is in Redis, 16 hex digits), ``timeline`` (the primary's timeline those
+  positions are on; moved on after a failover, seatmap/timeline_doubt.py), ``epoch`` (the
+  shard's last).
 - ``onsale:{seatmap}:events`` (``…:s<n>:events``) — set: the shard's events whose seat
   map is in Redis.
 - ``onsale:{seatmap}:epoch`` — rebuilds so far over every shard: a rebuild's epoch is
@@ -171,6 +173,13 @@ if not pub or pub < ARGV[2] then redis.call('HSET', KEYS[1], 'published', ARGV[2
 return 1
 """
 
+# KEYS: meta. ARGV: generation, timeline. The maps go on after a failover (seatmap/
+# timeline_doubt.py): their positions from now on are the new timeline's. 0 if fenced.
+MOVE_TIMELINE = """
+if redis.call('HGET', KEYS[1], 'generation') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'timeline', ARGV[2])
+return 1
+"""
 
 # KEYS: the epoch counter, the shard's meta. The next epoch: above every shard's so far,
 # and above the one a meta hash counted before the counter existed.
@@ -233,6 +242,7 @@ class Bus:
         self._snapshot = redis.register_script(SNAPSHOT)
         self._reset = redis.register_script(RESET)
         self._mark = redis.register_script(MARK)
+        self._move_timeline = redis.register_script(MOVE_TIMELINE)
 
     async def meta(self) -> dict[str, str]:
         raw = await self.redis.hgetall(self.keys.meta)
@@ -287,6 +297,11 @@ class Bus:
         await self._raise_mark(generation, published, events)
         return out
 
+    async def move_timeline(self, generation: str, timeline: int) -> bool:
+        """Record that the maps of ``generation`` go on on ``timeline``; False if fenced."""
+        return bool(await self._move_timeline(keys=[self.keys.meta],
+                                              args=[generation, timeline]))
+
     async def _raise_mark(self, generation: str, published: int, events: Sequence[int]) -> None:
         try:
             await self._mark(keys=[self.keys.meta, self.keys.events],
@@ -311,7 +326,7 @@ class Bus:
             raise
 
     async def reset_all(self, slot: str, maps: dict[int, SeatMap], published: int,
-                        foreign: Callable[[int], bool] | None = None) -> str:
+                        timeline: int, foreign: Callable[[int], bool] | None = None) -> str:
         """A rebuild: a new generation, every event's snapshot and a reset entry; the
         generation. The meta hash names the new generation first (fencing off the old
         one) with no published mark, so a rebuild cut short is rebuilt again
@@ -322,7 +337,7 @@ class Bus:
         epoch = int(await self._next_epoch(keys=[EPOCH, meta]))
         generation = f"{epoch}.{uuid.uuid4().hex[:12]}"
         await self.redis.hset(meta, mapping={"generation": generation, "slot": slot,
-                                             "published": hexv(0)})
+                                             "published": hexv(0), "timeline": timeline})
         ids = sorted(maps)
         for start in range(0, len(ids), RESET_CHUNK):
             calls: list[ScriptCall] = []

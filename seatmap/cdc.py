@@ -114,7 +114,7 @@ class Consumer:
             self._rebuild = self._rebuild or widened
             repl = await asyncio.to_thread(replication.connect, self.repl_url)
             try:
-                restored = await replication.restore(lease, self.bus, self.settings)
+                restored = await replication.restore(lease, repl, self.bus, self.settings)
                 if self._rebuild is not None or isinstance(restored, str):
                     reason = self._rebuild or str(restored)
                     maps, generation = await replication.rebuild(

@@ -22,6 +22,7 @@ from onsale.seatmap.metrics import CaptureMetrics
 from onsale.seatmap.pgoutput import parse_lsn
 from onsale.seatmap.queries import queries
 from onsale.seatmap.snapshot import SeatMap, visible
+from onsale.seatmap.timeline_doubt import doubt
 
 log = logging.getLogger("onsale.seatmap.cdc")
 _SNAPSHOT_NAME = re.compile(r"[0-9A-Fa-f-]+")
@@ -52,6 +53,21 @@ def connect(url: str) -> Replication:
     return Replication(conn, conn.cursor())
 
 
+def timeline(repl: Replication) -> int:
+    """Blocking: the timeline the server writes (IDENTIFY_SYSTEM)."""
+    repl.cur.execute("IDENTIFY_SYSTEM")
+    return int(repl.cur.fetchone()[1])
+
+
+def timeline_history(repl: Replication, tli: int) -> str | None:
+    """Blocking: timeline ``tli``'s history file (TIMELINE_HISTORY); None for timeline 1."""
+    if tli <= 1:
+        return None
+    repl.cur.execute(f"TIMELINE_HISTORY {int(tli)}")
+    content = repl.cur.fetchone()[1]
+    return bytes(content).decode() if not isinstance(content, str) else content
+
+
 def start(repl: Replication, settings: SeatmapSettings) -> None:
     """Blocking: stream from the slot's confirmed position."""
     repl.cur.start_replication(
@@ -79,9 +95,11 @@ async def slot_row(conn: Any, settings: SeatmapSettings) -> Any:
     return await conn.fetchrow(queries("cdc")["slot"], settings.slot)
 
 
-async def restore(conn: Any, bus: Bus, settings: SeatmapSettings
+async def restore(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSettings
                   ) -> tuple[dict[int, SeatMap], str] | str:
-    """The seat maps as published in Redis, if Redis and the slot agree; else why not."""
+    """The seat maps as published in Redis, if Redis and the slot agree, and after a
+    failover only if the new timeline holds everything they show
+    (seatmap/timeline_doubt.py); else why not."""
     slot = await slot_row(conn, settings)
     if slot is None:
         return "no slot"
@@ -90,8 +108,16 @@ async def restore(conn: Any, bus: Bus, settings: SeatmapSettings
     meta = await bus.meta()
     if meta.get("slot") != settings.slot or not meta.get("generation"):
         return "no seat maps in Redis"
-    if parse_lsn(slot["confirmed_flush_lsn"]) > int(meta.get("published", "0"), 16):
+    published = int(meta.get("published", "0"), 16)
+    if parse_lsn(slot["confirmed_flush_lsn"]) > published:
         return "Redis lost published entries"
+    current = await asyncio.to_thread(timeline, repl)
+    published_on = int(meta.get("timeline") or current)  # maps from before: this one
+    if published_on != current:
+        history = await asyncio.to_thread(timeline_history, repl, current)
+        reason = doubt(published, published_on, current, history)
+        if reason is not None:
+            return reason
     maps = {}
     versions = await bus.versions()
     missing = sorted(await bus.events() - set(versions))  # listed, their keys gone
@@ -102,6 +128,8 @@ async def restore(conn: Any, bus: Bus, settings: SeatmapSettings
         if seat_map is None or seat_map.version != version:
             return f"event {event_id} is incomplete in Redis"
         maps[event_id] = seat_map
+    if published_on != current and not await bus.move_timeline(meta["generation"], current):
+        return "another generation owns the seat maps"
     return maps, meta["generation"]
 
 
@@ -124,6 +152,24 @@ async def _drop_slot(conn: Any, settings: SeatmapSettings) -> None:
     raise RuntimeError(f"slot {settings.slot} stayed active")
 
 
+async def _create_slot(conn: Any, repl: Replication, settings: SeatmapSettings) -> None:
+    """Drop the slot and create it again. Under Patroni the slot is permanent (declared
+    in its configuration, docs/operations.md#failover): Patroni may create it again in
+    the moment between, and then it is dropped once more."""
+    import psycopg2.errors
+
+    for attempt in range(5):
+        await _drop_slot(conn, settings)
+        try:
+            await asyncio.to_thread(repl.cur.create_replication_slot, settings.slot,
+                                    output_plugin="pgoutput")
+            return
+        except psycopg2.errors.DuplicateObject:
+            log.info("slot %s was created again meanwhile (attempt %d)", settings.slot,
+                     attempt + 1)
+    raise RuntimeError(f"slot {settings.slot} kept coming back")
+
+
 def _never(event_id: int) -> bool:
     return False
 
@@ -141,9 +187,8 @@ async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSetti
     and their keys left alone: another shard's consumer owns them."""
     log.warning("rebuilding the seat maps of slot %s: %s", settings.slot, reason)
     metrics.rebuilt(reason.split(" (")[0])
-    await _drop_slot(conn, settings)
-    await asyncio.to_thread(repl.cur.create_replication_slot, settings.slot,
-                            output_plugin="pgoutput")
+    tli = await asyncio.to_thread(timeline, repl)  # before the slot: its snapshot is
+    await _create_slot(conn, repl, settings)       # valid until the next command
     _, consistent_point, snapshot_name, _ = await asyncio.to_thread(repl.cur.fetchone)
     if not _SNAPSHOT_NAME.fullmatch(snapshot_name):
         raise RuntimeError(f"unexpected snapshot name {snapshot_name!r}")
@@ -167,7 +212,7 @@ async def rebuild(conn: Any, repl: Replication, bus: Bus, settings: SeatmapSetti
             if seat_map is None:  # general admission only
                 seat_map = maps[event_id] = SeatMap(event_id, base)
             seat_map.set_places(row["tier_id"], row["stripe"], row["available"])
-    generation = await bus.reset_all(settings.slot, maps, base, foreign=skip)
+    generation = await bus.reset_all(settings.slot, maps, base, tli, foreign=skip)
     log.warning("rebuilt %d seat maps at %s (generation %s)", len(maps), consistent_point,
                 generation)
     return maps, generation

@@ -108,3 +108,31 @@ def switchover(urls: Sequence[str], candidate: str | None = None,
     if status != 200:
         raise RuntimeError(f"Patroni refused the switchover ({status}): {answer}")
     return {"from": leader["name"], "answer": answer}
+
+
+def slot_patch(config: dict[str, Any], name: str, database: str) -> dict[str, Any] | None:
+    """The ``PATCH /config`` that declares ``name`` a permanent logical slot (pgoutput, on
+    ``database``) in a cluster's dynamic configuration; None when it already is. Patroni
+    keeps a permanent slot on the leader and copies it to the standbys, so the change
+    capture goes on from it after a failover (docs/seatmap.md#after-a-failover). Pure."""
+    wanted = {"type": "logical", "database": database, "plugin": "pgoutput"}
+    if (config.get("slots") or {}).get(name) == wanted:
+        return None
+    return {"slots": {name: wanted}}
+
+
+def declare_slot(urls: Sequence[str], name: str, database: str) -> bool:
+    """Declare the change capture's slot permanent through the first node that answers;
+    False when it already was. Raises RuntimeError when no node takes it."""
+    for url in urls:
+        status, config = http_json(f"{url.rstrip('/')}/config")
+        if status != 200 or not isinstance(config, dict):
+            continue
+        patch = slot_patch(config, name, database)
+        if patch is None:
+            return False
+        status, answer = http_json(f"{url.rstrip('/')}/config", method="PATCH", body=patch)
+        if status == 200:
+            return True
+        raise RuntimeError(f"Patroni refused the slot ({status}): {answer}")
+    raise RuntimeError("no Patroni node answers: the change capture's slot is not declared")

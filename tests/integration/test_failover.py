@@ -25,6 +25,8 @@ import pytest
 import redis.asyncio
 
 from onsale.core.migrate import migrate
+from onsale.kernel import patroni_api
+from onsale.kernel.timeline import QUERY as TIMELINE_QUERY
 from onsale.patroni import (
     Etcd,
     HAProxy,
@@ -33,6 +35,7 @@ from onsale.patroni import (
     start_haproxy,
     start_patroni_cluster,
 )
+from onsale.seatmap.bus import capture_keys
 from tests.conftest import ADMIN_TOKEN, asyncpg_connect, audit_clean
 from tests.integration.test_seatmap_crash import caught_up, start_cdc
 from tests.seatmap_support import seatmap_settings
@@ -194,7 +197,11 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
                                           "capacity": 5000, "stripes": 4}])
     accounts = await _accounts(ha.dsn, 24)
     settings = seatmap_settings()
+    assert patroni_api.declare_slot([n.rest for n in ha.cluster.nodes], settings.slot,
+                                    ha.cluster.database)
+    await asyncio.to_thread(ha.cluster.wait_slot, settings.slot)
     cdc, _ = start_cdc(ha.dsn, ha_stack.ensure_redis(), settings)
+    meta = capture_keys(1).meta
     load, stop, rng = Load(), asyncio.Event(), random.Random(24)
     shoppers = [asyncio.create_task(_shop(ha_stack, a, event_id, ga_event_id, seats, load,
                                           stop, random.Random(rng.random())))
@@ -205,7 +212,7 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
         assert before > 0, "no hold was accepted before the kill"
         old = ha.cluster.leader()
         assert old is not None
-        killed_at = time.monotonic()
+        killed_at, lines_before = time.monotonic(), len(cdc.output)
         old.kill()
         new = await asyncio.to_thread(ha.cluster.wait_leader, 90, other_than=old.name)
         deadline = time.monotonic() + 60
@@ -235,12 +242,19 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
             "SELECT count(*) FROM orders WHERE order_id = ANY($1::uuid[])", list(load.orders))
         assert orders == len(load.orders)
         seat_map = redis.asyncio.Redis.from_url(ha_stack.ensure_redis())
-        try:  # the slot died with the old primary: the capture rebuilds from a snapshot
+        try:  # from Patroni's copy of the slot, or rebuilt if the kill left it in doubt
             await eventually(lambda: caught_up(conn, seat_map, event_id), within=90)
             await eventually(lambda: caught_up(conn, seat_map, ga_event_id), within=30)
+            timeline = (await conn.fetchrow(TIMELINE_QUERY))["timeline"]
+            await eventually(lambda: _meta_timeline(seat_map, meta, timeline), within=30)
+            rebuilt = [line.split(": ", 1)[-1].strip() for line in cdc.output[lines_before:]
+                       if "rebuilding the seat maps" in line]
+            print("seat map after the failover: " + (f"rebuilt ({rebuilt[-1]})" if rebuilt
+                  else "went on from Patroni's copy of the slot, no refetch"))
         finally:
             await seat_map.aclose()
             cdc.stop()
+            await asyncio.to_thread(ha.cluster.forget_slot, settings.slot)
         twice = await conn.fetchval(
             """SELECT count(*) FROM (SELECT oi.event_id, oi.seat_id FROM order_items oi
                  JOIN orders o USING (order_id) WHERE o.status = 'CONFIRMED' AND oi.valid
@@ -252,6 +266,7 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
     # The old primary rejoins as a replica (rewound if it had to be) and refuses writes.
     ha.cluster.start_node(old)
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
+    await asyncio.to_thread(ha.cluster.forget_slot, settings.slot)  # its copy on the old one
     conn = await asyncpg.connect(old.dsn(), timeout=5)
     try:
         assert await conn.fetchval("SELECT pg_is_in_recovery()") is True
@@ -389,15 +404,20 @@ async def _until_accepted(stack: Stack, account: uuid.UUID, event_id: int,
             await asyncio.sleep(0.2)
 
 
-def _onsale(dsn: str, *args: str) -> str:
+def _onsale(dsn: str, *args: str, env: dict[str, str] | None = None) -> str:
     import subprocess
 
     from tests.stack import ONSALE
 
-    done = subprocess.run([ONSALE, *args], env={**__import__("os").environ, "DATABASE_URL": dsn},
+    done = subprocess.run([ONSALE, *args],
+                          env={**__import__("os").environ, "DATABASE_URL": dsn, **(env or {})},
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+async def _meta_timeline(r: redis.asyncio.Redis, meta: str, timeline: int) -> bool:
+    return await r.hget(meta, "timeline") == str(timeline).encode()
 
 
 async def test_a_planned_switchover_and_a_failover_back(ha: Ha, ha_stack: Stack) -> None:
@@ -412,7 +432,24 @@ async def test_a_planned_switchover_and_a_failover_back(ha: Ha, ha_stack: Stack)
     await _until_accepted(ha_stack, account, event_id)
     if ha_stack.worker is None or ha_stack.worker.proc.poll() is not None:
         _start_worker(ha_stack)
-    _onsale(ha.dsn, "shard", "patroni", "1", *(n.rest for n in ha.cluster.nodes))
+    # The change capture's slot, declared permanent by `onsale shard patroni`: Patroni
+    # copies it to the standbys, and the seat maps go on across the switchover.
+    settings = seatmap_settings()
+    out = _onsale(ha.dsn, "shard", "patroni", "1", *(n.rest for n in ha.cluster.nodes),
+                  env={"ONSALE_SEATMAP_SLOT": settings.slot})
+    assert f"slot {settings.slot} declared permanent in Patroni" in out
+    await asyncio.to_thread(ha.cluster.wait_slot, settings.slot)
+    cdc, _ = start_cdc(ha.dsn, ha_stack.ensure_redis(), settings)
+    seat_map = redis.asyncio.Redis.from_url(ha_stack.ensure_redis())
+    meta = capture_keys(1).meta
+    conn = await _primary_conn(ha.dsn)
+    try:
+        await eventually(lambda: caught_up(conn, seat_map, event_id), within=60)
+    finally:
+        await conn.close()
+    generation = await seat_map.hget(meta, "generation")
+    await asyncio.to_thread(ha.cluster.wait_slot, settings.slot)  # the copies still there
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a copy restarts a standby
     before = ha.cluster.leader()
     assert before is not None
     started = time.monotonic()
@@ -422,11 +459,25 @@ async def test_a_planned_switchover_and_a_failover_back(ha: Ha, ha_stack: Stack)
     served = await _until_accepted(ha_stack, account, event_id)
     print(f"\nswitchover {before.name} -> {after.name}: holds accepted again "
           f"{time.monotonic() - started:.1f} s after the request ({served:.1f} s of waiting)")
+    await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # the old leader rejoined
     listed = json.loads(_onsale(ha.dsn, "shard", "list", "--json"))[0]
     leaders = [m for m in listed["members"] if m["role"] == "leader"]
     assert [m["name"] for m in leaders] == [after.name]
     assert listed["epoch"] == leaders[0]["timeline"] >= 2
-    assert all(m["pid"] for m in listed["members"])  # all local here
+    assert all(m["pid"] for m in listed["members"]), listed  # all local here
+    # A clean switchover leaves nothing in doubt: the capture goes on from Patroni's copy
+    # of its slot on the new primary, the same generation, so no client refetches.
+    await _until_accepted(ha_stack, account, event_id)
+    conn = await _primary_conn(ha.dsn)
+    try:
+        await eventually(lambda: caught_up(conn, seat_map, event_id), within=60)
+        await eventually(lambda: _meta_timeline(seat_map, meta, listed["epoch"]), within=30)
+        assert await seat_map.hget(meta, "generation") == generation
+    finally:
+        await conn.close()
+        await seat_map.aclose()
+        cdc.stop()
+        await asyncio.to_thread(ha.cluster.forget_slot, settings.slot)
     # And back, once the old leader streams again as a standby (strict synchronous mode
     # promotes only a synchronous standby): the new leader dies, another node leads.
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)
