@@ -33,6 +33,12 @@ then E events at once, event i on shard 1 + (i % N): the CPU per attempt of each
 PostgreSQL server, and the directory's reads per attempt.
 
     .venv/bin/python bench/holds.py --events 2 --shards 2 --duration 15
+
+``--ha`` (issue 24; bench/holds_ha.py): the same load against a plain ``onsale dev`` and
+then ``onsale dev --ha`` (a Patroni cluster of three nodes in strict synchronous mode,
+behind HAProxy): the cost of synchronous replication, as the ratio of the two rates.
+
+    .venv/bin/python bench/holds.py --ha --duration 20
 """
 
 from __future__ import annotations
@@ -536,10 +542,17 @@ def main() -> int:
     p.add_argument("--events", type=int, default=1,
                    help="E events driven at once, event i on shard 1 + (i %% N), the "
                         "connections and shoppers split evenly (default 1)")
+    p.add_argument("--ha", action="store_true",
+                   help="one server, then a Patroni cluster of three (bench/holds_ha.py): "
+                        "the cost of synchronous replication, as a ratio")
     args = p.parse_args()
     if args.smoke:
         args.duration, args.concurrency, args.accounts = 2.0, 8, 20
         args.seats, args.hot_seats = 5_000, 500
+    if args.ha:
+        from bench.holds_ha import ha_cost
+
+        return ha_cost(args)
     if args.shards > 1 or args.events > 1:
         from bench.holds_shards import sharded
 

@@ -83,6 +83,9 @@ class DevServer:
         return f"http://127.0.0.1:{self.port}"
 
     def database_url(self) -> str:
+        for line in self.log:  # onsale dev --ha prints HAProxy's address
+            if "DATABASE_URL=" in line:
+                return line.rsplit("DATABASE_URL=", 1)[1].strip()
         return database_url(self.data_dir, from_env=False)
 
     def rss_mib(self) -> float:
@@ -145,11 +148,12 @@ def tidy(directory: Path, remove: bool) -> None:
 
 
 def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
-              prefix: str = "onsale-bench-", shards: int = 1) -> DevServer:
+              prefix: str = "onsale-bench-", shards: int = 1, ha: bool = False) -> DevServer:
     """``onsale dev`` on a free port in a new temporary data directory; ``env`` is added
     to the environment (``BENCH_LIMITS`` for the benches that sign up many shoppers).
     ``seats``: the demo event it seeds. ``shards`` > 1: ``onsale dev --shards N``, the
-    directory (shard 1, ``pg/``) and N-1 more servers (``pg-shard<n>/``)."""
+    directory (shard 1, ``pg/``) and N-1 more servers (``pg-shard<n>/``). ``ha``:
+    ``onsale dev --ha``."""
     data = Path(tempfile.mkdtemp(prefix=prefix))
     port = free_port()
     full = {k: v for k, v in os.environ.items()
@@ -160,6 +164,8 @@ def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
     command = [ONSALE, "dev", "--port", str(port), "--seats", str(seats)]
     if shards > 1:
         command += ["--shards", str(shards)]
+    if ha:  # each shard a Patroni cluster of three nodes behind HAProxy
+        command += ["--ha"]
     process = subprocess.Popen(command, env=full, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     log: list[str] = []

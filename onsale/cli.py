@@ -417,6 +417,7 @@ def _start_ha(base: Path, shards: int, started: list[Any]) -> list[DevShard]:
     """``onsale dev --ha``: etcd, one Patroni cluster of three nodes per shard and HAProxy
     routing each shard's address to its leader; started over on every run."""
     from onsale.patroni import start_etcd, start_haproxy, start_patroni_cluster
+    from onsale.seatmap.shard_plan import slot_name
 
     etcd = start_etcd(base / "etcd")
     started.append(etcd)
@@ -425,6 +426,12 @@ def _start_ha(base: Path, shards: int, started: list[Any]) -> list[DevShard]:
         cluster = start_patroni_cluster(base, etcd, f"shard{n}")
         started.append(cluster)
         clusters.append(cluster)
+        # The change capture's slot, permanent (docs/seatmap.md#after-a-failover): made
+        # now, since Patroni restarts each standby once to copy it.
+        slot = slot_name(_capture_slot(), n)
+        patroni_api.declare_slot([node.rest for node in cluster.nodes], slot, cluster.database)
+        cluster.wait_slot(slot)
+        cluster.wait_streaming()
     proxy = start_haproxy(base / "haproxy", clusters)
     started.append(proxy)
     return [DevShard(proxy.dsn(c.scope, "postgres"), proxy.dsn(c.scope), c.scope,
@@ -486,9 +493,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
         settings = Settings.from_env(env, dev=True)
         applied = asyncio.run(_migrate(settings.database_url))
         if directory_patroni:
-            asyncio.run(_shard_patroni(settings.database_url, 1, list(directory_patroni)))
-        shard_lines = (asyncio.run(_dev_shards(settings.database_url, shard_servers))
-                       if shard_servers else [])
+            shard_lines = [asyncio.run(_shard_patroni(settings.database_url, 1,
+                                                      list(directory_patroni)))]
+        else:
+            shard_lines = []
+        if shard_servers:
+            shard_lines += asyncio.run(_dev_shards(settings.database_url, shard_servers))
         event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
         url = f"http://{args.host}:{args.port}/"
         print(f"onsale dev: {applied.describe()}")
@@ -501,7 +511,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
             print(f"onsale dev: Valkey Cluster of three primaries, REDIS_URL={settings.redis_url}")
         if args.ha:
             print(f"onsale dev: {args.shards} shard(s), each a Patroni cluster of three nodes "
-                  "behind HAProxy (onsale shard list; docs/operations.md#failover)")
+                  "behind HAProxy (onsale shard list; docs/operations.md#failover), "
+                  f"DATABASE_URL={settings.database_url}")
         print(f"onsale dev: payment provider {settings.stripe_api_base}/ "
               "(test cards in docs/psp.md)")
         print(f"onsale dev: seat map {url}api/events/{event_id}/seatmap and "

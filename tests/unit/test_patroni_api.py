@@ -48,3 +48,17 @@ def test_haproxy_routes_each_shard_to_the_node_whose_primary_check_passes() -> N
     assert "on-marked-down shutdown-sessions" in config  # a demoted node loses its sessions
     for i in range(3):
         assert f"server shard1-{i} 127.0.0.1:{5432 + i} check port {8008 + i}" in config
+
+
+def test_the_capture_slot_is_declared_once_as_a_pgoutput_slot_on_its_database() -> None:
+    from onsale.kernel.patroni_api import slot_patch
+
+    wanted = {"type": "logical", "database": "onsale", "plugin": "pgoutput"}
+    assert slot_patch({"ttl": 20}, "onsale_seatmap", "onsale") == {
+        "slots": {"onsale_seatmap": wanted}}
+    assert slot_patch({"slots": {"onsale_seatmap": wanted}}, "onsale_seatmap", "onsale") is None
+    # another database, or another slot beside it: this one is (re)declared alone
+    assert slot_patch({"slots": {"onsale_seatmap": {**wanted, "database": "postgres"}}},
+                      "onsale_seatmap", "onsale") == {"slots": {"onsale_seatmap": wanted}}
+    assert slot_patch({"slots": {"other": wanted, "onsale_seatmap_s2": None}},
+                      "onsale_seatmap_s2", "onsale") == {"slots": {"onsale_seatmap_s2": wanted}}
