@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.figures import parse_figures
 
 BENCH_DIR = Path(__file__).resolve().parent
-HELPERS = {"__init__", "figures", "stack", "smoke", "holds_shards"}
+HELPERS = {"__init__", "figures", "stack", "smoke", "holds_shards", "holds_ha"}  # modes of holds.py
 
 
 @dataclass(frozen=True)

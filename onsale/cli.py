@@ -43,6 +43,8 @@ from onsale.kernel import patroni_api
 from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
+from onsale.kernel.logs import LogSettings
+from onsale.kernel.logs import configure as configure_logs
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
 from onsale.kernel.settings import load
@@ -336,7 +338,8 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
                             log_level="warning", ws="websockets-sansio",
                             ws_per_message_deflate=False, ws_ping_interval=ping,
                             ws_ping_timeout=ping, ws_max_size=ws.max_message_bytes,
-                            access_log=False, lifespan="on", proxy_headers=False,
+                            access_log=False, log_config=None, lifespan="on",
+                            proxy_headers=False,
                             server_header=False, date_header=False)
     from onsale.compose import tune_gc, tune_malloc
 
@@ -819,6 +822,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return psp_main(argv[1:])
     args = parser().parse_args(argv)
+    server = args.func in (cmd_serve, cmd_dev)
+    try:  # docs/operations.md#logs: JSON lines from `serve`, readable ones elsewhere; a
+        # command's own output (--json) keeps stdout to itself
+        configure_logs(getattr(args, "role", None) or ("dev" if args.func is cmd_dev else "cli"),
+                       LogSettings.from_env(os.environ),
+                       default_format="json" if args.func is cmd_serve else "text",
+                       stream=sys.stdout if server else sys.stderr)
+    except ConfigError as exc:
+        print(f"onsale: {exc}", file=sys.stderr)
+        return 2
     code: int = args.func(args)
     return code
 

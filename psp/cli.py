@@ -12,8 +12,11 @@ from typing import Any
 
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.http_server import uvicorn_config
+from onsale.kernel.logs import LogSettings, configure
 from onsale.kernel.settings import ConfigError, unknown_names, variable_names
 from onsale.psp.config import DEFAULT_PORT, PspConfig
+
+ROLE = "psp"
 
 
 class _Stopped(Exception):
@@ -48,7 +51,7 @@ def serve(app: Any, host: str, port: int, ready_message: str) -> None:
     # The same bounded HTTP protocol and ONSALE_HTTP_* limits as every onsale role
     # (docs/security.md#bounded-http).
     config = uvicorn_config(app, host, port, HttpLimits.from_env(os.environ),
-                            log_level="warning", access_log=False,
+                            log_level="warning", access_log=False, log_config=None,
                             lifespan="on", proxy_headers=False, server_header=False,
                             loop="asyncio", timeout_graceful_shutdown=5)
 
@@ -68,10 +71,12 @@ def serve(app: Any, host: str, port: int, ready_message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    for line in unknown_names(os.environ, variable_names((PspConfig, HttpLimits)),
-                              prefixes=("ONSALE_PSP_", "ONSALE_HTTP_")):
+    for line in unknown_names(os.environ, variable_names((PspConfig, HttpLimits, LogSettings)),
+                              prefixes=("ONSALE_PSP_", "ONSALE_HTTP_", "ONSALE_LOG_",
+                                        "ONSALE_ACCESS_LOG")):
         print(f"onsale psp: warning: {line}", file=sys.stderr)
     try:
+        configure(ROLE, LogSettings.from_env(os.environ), default_format="json")
         config = PspConfig.from_env(os.environ, port=args.port, data_dir=args.data_dir)
         HttpLimits.from_env(os.environ)
     except ConfigError as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,11 +28,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from onsale.kernel.logs import REQUEST_ID, request_id_from
 from onsale.kernel.security import SecurityPolicy
 
 log = logging.getLogger("onsale.http")
+ACCESS = logging.getLogger("onsale.access")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 _PARAM = re.compile(r"\{([a-z_]+)\}")
@@ -54,6 +57,13 @@ class HotRoute:
         object.__setattr__(self, "pattern", re.compile(regex))
 
 
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value  # type: ignore[no-any-return]
+    return None
+
+
 class App(Starlette):
     """Starlette, with ``hot`` routes served ahead of its middleware and router."""
 
@@ -68,17 +78,52 @@ class App(Starlette):
             raise ValueError("hot routes need the security policy of the app")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for route in self.hot.get(scope["method"], ()):
-                match = route.pattern.fullmatch(scope["path"])
-                if match is not None:
-                    scope["app"] = self
-                    scope["path_params"] = match.groupdict()
-                    await self._serve(route, scope, receive, send)
-                    return
-        await super().__call__(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        # The request id (kernel/logs.py): the client's X-Request-ID or a new one, in the
+        # logs' context for this request, and echoed in the response.
+        rid = request_id_from(_header(scope, b"x-request-id"))
+        REQUEST_ID.set(rid)
+        if not ACCESS.disabled and ACCESS.isEnabledFor(logging.INFO):
+            await self._logged(scope, receive, send, rid)
+        else:
+            await self._dispatch(scope, receive, send, rid)
 
-    async def _serve(self, route: HotRoute, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _logged(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
+        """The access log (ONSALE_ACCESS_LOG): one line per request once it is answered."""
+        started, status = time.perf_counter(), [0]
+
+        async def send_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._dispatch(scope, receive, send_status, rid)
+        finally:
+            ACCESS.info("%s %s %d %.1f ms", scope["method"], scope["path"], status[0],
+                        (time.perf_counter() - started) * 1000)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
+        for route in self.hot.get(scope["method"], ()):
+            match = route.pattern.fullmatch(scope["path"])
+            if match is not None:
+                scope["app"] = self
+                scope["path_params"] = match.groupdict()
+                await self._serve(route, scope, receive, send, rid)
+                return
+        header = (b"x-request-id", rid.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        await super().__call__(scope, receive, send_with_id)
+
+    async def _serve(self, route: HotRoute, scope: Scope, receive: Receive, send: Send,
+                     rid: str) -> None:
         policy = self.policy
         assert policy is not None
         request = Request(scope, receive)
@@ -91,6 +136,7 @@ class App(Starlette):
             except Exception as exc:
                 response = await self._handled(request, exc)
         policy.add_headers(response.raw_headers)
+        response.raw_headers.append((b"x-request-id", rid.encode()))
         await response(scope, receive, send)
 
     async def _handled(self, request: Request, exc: Exception) -> Response:

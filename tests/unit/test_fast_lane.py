@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -42,11 +43,25 @@ def _app(*, hot: bool) -> Any:
                hot=hot_routes, policy=POLICY)
 
 
+RID = "edge-7f3a.42"
+
+
 def _answer(hot: bool, method: str, path: str, **kw: Any) -> tuple[int, dict[str, str], bytes]:
+    """The answer to a request that names its id (echoed either way, checked here)."""
+    kw = {**kw, "headers": {"X-Request-ID": RID, **kw.get("headers", {})}}
     with TestClient(_app(hot=hot), raise_server_exceptions=False) as client:
         r = client.request(method, path, **kw)
     headers = {k: v for k, v in r.headers.items() if k not in ("content-length", "date")}
+    assert headers.pop("x-request-id") == RID
     return r.status_code, headers, r.content
+
+
+@pytest.mark.parametrize("hot", [True, False])
+def test_a_request_without_a_usable_id_gets_a_new_one_each_time(hot: bool) -> None:
+    with TestClient(_app(hot=hot)) as client:
+        ids = [client.get("/things/a1", headers=h).headers["x-request-id"]
+               for h in ({}, {}, {"X-Request-ID": "two words"}, {"X-Request-ID": "x" * 129})]
+    assert len(set(ids)) == 4 and all(re.fullmatch(r"[0-9a-f]{16}-[0-9a-f]+", i) for i in ids)
 
 
 @pytest.mark.parametrize(("method", "path", "kw"), [
@@ -95,9 +110,9 @@ def test_the_lane_really_is_taken() -> None:
     seen: list[str] = []
     original = app._serve
 
-    async def spy(route: HotRoute, scope: Any, receive: Any, send: Any) -> None:
+    async def spy(route: HotRoute, scope: Any, receive: Any, send: Any, rid: str) -> None:
         seen.append(scope["path"])
-        await original(route, scope, receive, send)
+        await original(route, scope, receive, send, rid)
     app._serve = spy
     with TestClient(app) as client:
         assert client.get("/things/x").status_code == 200
@@ -111,3 +126,23 @@ def test_a_hot_path_pattern_takes_one_segment_per_parameter() -> None:
     assert not route.pattern.fullmatch("/api/events/12/x/queue")
     assert not route.pattern.fullmatch("/api/events//queue")
     assert not route.pattern.fullmatch("/api/events/12/queue/draw")
+
+
+@pytest.mark.parametrize("hot", [True, False])
+def test_the_access_log_has_one_line_per_request_with_its_id_when_on(
+        hot: bool, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    access = logging.getLogger("onsale.access")
+    was = access.disabled
+    access.disabled = False
+    try:
+        with caplog.at_level(logging.INFO, logger="onsale.access"), TestClient(
+                _app(hot=hot), raise_server_exceptions=False) as client:
+            client.get("/things/missing", headers={"X-Request-ID": RID})
+    finally:
+        access.disabled = was
+    (record,) = [r for r in caplog.records if r.name == "onsale.access"]
+    assert record.getMessage().startswith("GET /things/missing 404 ")
+    from onsale.kernel.logs import REQUEST_ID
+    assert REQUEST_ID.get() is None  # the request's context, not the test's
