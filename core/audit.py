@@ -35,3 +35,18 @@ def format_report(results: dict[str, list[dict[str, Any]]]) -> str:
     total = violations(results)
     lines.append("audit: no violations" if total == 0 else f"audit: {total} violation(s)")
     return "\n".join(lines)
+
+
+def audit_document(reports: list[tuple[int, dict[str, list[dict[str, Any]]]]],
+                   shown: int = 50) -> dict[str, Any]:
+    """``onsale audit --json``: per shard, each check with its violation count and up to
+    ``shown`` of its rows (values as text: ids, times), and the total."""
+    shards = []
+    for shard_id, results in reports:
+        checks = {name: {"ok": not rows, "count": len(rows),
+                         "rows": [{k: (v if v is None or isinstance(v, (bool, int, float))
+                                       else str(v)) for k, v in row.items()}
+                                  for row in rows[:shown]]}
+                  for name, rows in results.items()}
+        shards.append({"shard": shard_id, "violations": violations(results), "checks": checks})
+    return {"violations": sum(s["violations"] for s in shards), "shards": shards}

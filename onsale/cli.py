@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from onsale.core.audit import format_report, run_audit, violations
+from onsale.core.audit import audit_document, format_report, run_audit, violations
 from onsale.core.event_move import MoveResult, move_event
 from onsale.core.event_spec import EventSpec, parse_event_spec
 from onsale.core.event_store import create_event
@@ -48,6 +48,7 @@ from onsale.kernel.logs import configure as configure_logs
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
 from onsale.kernel.settings import load
+from onsale.roles import ROLES, SECRETLESS_ROLES
 
 if TYPE_CHECKING:
     from onsale.compose import WebSocketLimits
@@ -206,7 +207,7 @@ async def _patroni_urls(url: str, shard_id: int) -> list[str]:
     return list(urls)
 
 
-async def _audit(url: str, only: int | None = None) -> int:
+async def _audit(url: str, only: int | None = None, *, as_json: bool = False) -> int:
     """Every shard's checks, each in its own snapshot: the directory's database (shard
     1, when it is one), then each listed shard; ``only``: that shard alone."""
     conn = await _connect(url)
@@ -229,6 +230,10 @@ async def _audit(url: str, only: int | None = None) -> int:
                 await other.close()
     finally:
         await conn.close()
+    if as_json:
+        doc = audit_document(reports)
+        print(json.dumps(doc, indent=2))
+        return 1 if doc["violations"] else 0
     if len(listed) <= 1:  # one database: the report as it always was
         print(format_report(reports[0][1]))
         return 1 if violations(reports[0][1]) else 0
@@ -542,8 +547,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from onsale.compose import build_app, websocket_limits
 
     try:
-        from onsale.compose import SECRETLESS_ROLES
-
         report_unknown(os.environ, "onsale serve")
         settings = Settings.from_env(require_secrets=args.role not in SECRETLESS_ROLES)
         HttpLimits.from_env(os.environ)
@@ -634,7 +637,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     """Exit 0: no violation; 1: violations printed; 2: could not run the checks."""
     try:
         with database_url() as url:
-            return asyncio.run(_audit(url, args.shard))
+            return asyncio.run(_audit(url, args.shard, as_json=args.json))
     except Exception as exc:  # anything but a finished audit: exit 2, never 1
         print(f"onsale audit: could not run the checks: {exc}", file=sys.stderr)
         return 2
@@ -713,8 +716,34 @@ def cmd_event_move(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """Exit 0: the role would start (warnings on stderr); 2: it would not."""
+    from onsale.config_check import check
+
+    result = check(args.role, os.environ)
+    for line in result.warnings:
+        print(f"onsale config check: warning: {line}", file=sys.stderr)
+    if not result.ok:
+        print(f"onsale config check: {args.role} would not start: {result.error}",
+              file=sys.stderr)
+        return 2
+    print(f"# onsale serve --role {args.role} would use (secrets masked):")
+    print("\n".join(result.lines))
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onsale")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="onsale", description=__doc__)
+    p.add_argument("--version", action="version", version=f"onsale {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     dev = sub.add_parser("dev", help="run every role in one process with embedded services")
@@ -736,7 +765,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run one role against configured services")
     serve.add_argument("--role", required=True,
-                       choices=["core", "worker", "edge", "cdc", "seatmap"])
+                       choices=ROLES)
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(func=cmd_serve)
@@ -748,7 +777,18 @@ def parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="check the invariants on every shard; exit 1 on any "
                            "violation")
     audit.add_argument("--shard", type=int, default=None, help="that shard alone")
+    audit.add_argument("--json", action="store_true",
+                       help="one JSON document: per shard, each check's count and rows")
     audit.set_defaults(func=cmd_audit)
+
+    config = sub.add_parser("config", help="the environment's settings")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    config_check = config_sub.add_parser(
+        "check", help="read a role's environment as `onsale serve` would: print what it "
+                      "would use (secrets masked), warn on unknown ONSALE_* names; exit 2 "
+                      "if it would not start")
+    config_check.add_argument("--role", required=True, choices=(*ROLES, "dev"))
+    config_check.set_defaults(func=cmd_config_check)
 
     shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
     shard_sub = shard.add_subparsers(dest="shard_command", required=True)

@@ -37,6 +37,7 @@ from onsale.kernel.metrics import metrics_route
 from onsale.kernel.openapi import ApiSpec, openapi_route
 from onsale.kernel.process import Needs, running_shared, unopened
 from onsale.kernel.security import security_middleware, security_policy
+from onsale.roles import ROLES, SECRETLESS_ROLES
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
 from onsale.seatmap.openapi import SEATMAP_API
@@ -53,8 +54,6 @@ from onsale.web.page_errors import page_handlers
 from onsale.web.pages import page_routes
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
-ROLES = ("core", "worker", "edge", "cdc", "seatmap")
-SECRETLESS_ROLES = ("worker", "cdc")  # they sign and verify nothing
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -55,6 +56,27 @@ async def test_migrate_event_create_and_audit(db_url: str, conn: Any) -> None:
     assert dirty.returncode == 1
     assert "FAIL sold_seats_point_to_confirmed_orders (1)" in dirty.stdout
     assert f"event_id={event_id}, seat_id=3" in dirty.stdout
+    as_json = run("audit", "--json", env=env)
+    assert as_json.returncode == 1, as_json.stderr
+    doc = json.loads(as_json.stdout)  # stdout is the document alone
+    sold = doc["shards"][0]["checks"]["sold_seats_point_to_confirmed_orders"]
+    assert doc["violations"] >= 1 and sold["count"] == 1
+    assert sold["rows"][0]["seat_id"] == 3 and sold["rows"][0]["event_id"] == event_id
+
+
+def test_version_and_config_check(db_url: str) -> None:
+    version = run("--version", env=env_for(db_url))
+    assert version.returncode == 0 and version.stdout.startswith("onsale ")
+    env = {**env_for(db_url), "ONSALE_SECRET_KEY": "k" * 32, "ONSALE_ADMIN_TOKEN": "a" * 32,
+           "ONSALE_QUEUE_RATE": "5"}
+    ok = run("config", "check", "--role", "edge", env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert "ONSALE_SECRET_KEY = *** (32 characters)  (set)" in ok.stdout
+    assert "k" * 32 not in ok.stdout
+    assert "ONSALE_QUEUE_RATE is not a setting onsale reads" in ok.stderr
+    refused = run("config", "check", "--role", "core",
+                  env={**env, "ONSALE_SECRET_KEY": "short"})
+    assert refused.returncode == 2 and "core would not start" in refused.stderr
 
 
 def _wait_for(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
