@@ -21,6 +21,7 @@ import orjson
 
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
+from onsale.kernel.failures import Failures
 from onsale.kernel.timefmt import utc_iso
 from onsale.kernel.valkey import RedisClient
 
@@ -169,7 +170,7 @@ async def run_relay(
     loop = asyncio.get_running_loop()
     next_prune = loop.time()
     next_backlog = loop.time()
-    failures = 0
+    trouble = Failures(log, "the outbox relay")
     while True:
         raise_if_cancelling()
         try:
@@ -177,7 +178,7 @@ async def run_relay(
                 await relay_pass(conn, redis, metrics, batch=batch, stream_maxlen=stream_maxlen,
                                  before_publish=_crash_hook(crash_at, "before_outbox_publish"),
                                  after_publish=_crash_hook(crash_at, "after_outbox_publish"))
-                failures = 0
+                trouble.succeeded()
                 if loop.time() >= next_prune:
                     _, finished = await prune_published(
                         conn, retention_seconds, budget_seconds=PRUNE_BUDGET_SECONDS)
@@ -185,13 +186,12 @@ async def run_relay(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # outages and bugs alike: log, count, back off, retry
-            failures += 1
             metrics.outbox_relay_errors.inc()
-            log.warning("outbox relay failed (%d in a row): %r", failures, exc)
-        if loop.time() >= next_backlog or failures:
+            trouble.failed(exc)
+        if loop.time() >= next_backlog or trouble.count:
             await _refresh_backlog(pool, metrics)
             next_backlog = loop.time() + BACKLOG_EVERY_SECONDS
-        await asyncio.sleep(backoff(failures, interval))
+        await asyncio.sleep(backoff(trouble.count, interval))
 
 
 async def _refresh_backlog(pool: Any, metrics: Metrics) -> None:

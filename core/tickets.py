@@ -24,6 +24,7 @@ from redis.exceptions import ResponseError
 from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import STREAM, backoff, raise_if_cancelling
 from onsale.core.queries import queries
+from onsale.kernel.failures import Failures
 from onsale.kernel.valkey import RedisClient
 
 log = logging.getLogger("onsale.tickets")
@@ -188,7 +189,7 @@ async def run_ticket_consumer(
     block_ms = max(10, min(1000, min_idle_ms))
     group_ready = False
     next_reclaim = loop.time()
-    failures = 0
+    trouble = Failures(log, "the ticket consumer")
     while True:
         raise_if_cancelling()
         try:
@@ -203,14 +204,13 @@ async def run_ticket_consumer(
                 next_reclaim = loop.time() + min_idle_ms / 1000
             await consume_once(pool, redis, metrics, name, count=count, block_ms=block_ms,
                                pool_of=pool_of)
-            failures = 0
+            trouble.succeeded()
             continue
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # outages and bugs alike: log, count, back off, retry
             if "NOGROUP" in str(exc):  # the stream was deleted or Redis lost its data
                 group_ready = False
-            failures += 1
             metrics.ticket_consumer_errors.inc()
-            log.warning("ticket consumer failed (%d in a row): %r", failures, exc)
-        await asyncio.sleep(backoff(failures, interval))
+            trouble.failed(exc)
+        await asyncio.sleep(backoff(trouble.count, interval))

@@ -34,6 +34,7 @@ from typing import Any
 import asyncpg
 
 from onsale.core.outbox_relay import backoff
+from onsale.kernel.failures import Failures
 from onsale.kernel.valkey import RedisClient
 from onsale.seatmap import replication
 from onsale.seatmap.bus import Bus, Fenced, Gap, capture_keys
@@ -74,29 +75,28 @@ class Consumer:
         self.active = False
         self.publishes = 0
         self._rebuild: str | None = None
+        self.trouble = Failures(log, f"the seat-map consumer of shard {shard_id}")
 
     async def run(self) -> None:
         """Forever: wait for the lease, stream; on any failure start over with backoff."""
-        failures = 0
+        trouble = self.trouble
         retry = self.settings.lease_retry_ms / 1000
         while True:
             try:
                 await self.session()
-                failures = 0
+                trouble.succeeded()
             except asyncio.CancelledError:
                 raise
             except RebuildNeeded as exc:
                 self._rebuild = str(exc)
                 continue
             except Exception as exc:
-                failures += 1
                 self.metrics.cdc_errors.inc()
-                log.warning("seat-map consumer of shard %d stopped (%d in a row): %r",
-                            self.shard_id, failures, exc)
+                trouble.failed(exc)
             finally:
                 self.active = False
                 self.metrics.cdc_active.set(0)
-            await asyncio.sleep(backoff(failures, retry))
+            await asyncio.sleep(backoff(trouble.count, retry))
 
     async def session(self) -> None:
         lease = await asyncpg.connect(
@@ -124,6 +124,7 @@ class Consumer:
                 else:
                     maps, generation = restored
                 await asyncio.to_thread(replication.start, repl, self.settings)
+                self.trouble.succeeded()  # streaming again
                 await Stream(self, lease, repl, maps, generation).run()
             finally:
                 repl.close()

@@ -26,6 +26,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, ClassVar, TextIO
 
+from onsale.kernel.failures import OncePerRun
 from onsale.kernel.settings import ConfigError, Section, load, setting
 
 # The ids a line may carry, in the order the readable format shows them.
@@ -173,6 +174,9 @@ def configure(role: str, settings: LogSettings, *, default_format: str = "text",
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    pool = logging.getLogger("asyncpg.pool")  # a line and a traceback per retry otherwise
+    if not any(isinstance(f, OncePerRun) for f in pool.filters):
+        pool.addFilter(OncePerRun())
     access = logging.getLogger("onsale.access")
     access.disabled = not settings.access_log
     return handler
