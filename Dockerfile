@@ -39,12 +39,15 @@ COPY --from=build /opt/onsale /opt/onsale
 WORKDIR /var/lib/onsale
 USER 10001:10001
 
-# `onsale serve` listens on 0.0.0.0:8000 by default; every role answers GET /healthz
-# there without touching the database. Keep 8000 inside the container (map it outside);
-# orchestrators that ignore HEALTHCHECK (Kubernetes) probe /healthz themselves.
-EXPOSE 8000
+# `onsale serve` listens on 0.0.0.0:8000 by default, and serves /healthz, /readyz,
+# /metrics and /openapi.json on its ops listener, 127.0.0.1:9000 (the public port + 1000;
+# docs/operations.md#the-ops-listener): every role answers GET /healthz there without
+# touching the database. For a scraper in another container set ONSALE_OPS_HOST=0.0.0.0
+# and publish 9000 on a private network only; orchestrators that ignore HEALTHCHECK
+# (Kubernetes) probe /healthz on 9000 themselves.
+EXPOSE 8000 9000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9000/healthz', timeout=2)"]
 
 ENTRYPOINT ["onsale"]
 CMD ["serve", "--role", "core"]

@@ -61,7 +61,15 @@ from bench.holds import (
     sign_up,
     verdict,
 )
-from bench.stack import DevServer, database_url, refused, run_audit, run_pgbench, stop_all
+from bench.stack import (
+    DevServer,
+    database_url,
+    ops_port,
+    refused,
+    run_audit,
+    run_pgbench,
+    stop_all,
+)
 
 TARGET_ATTEMPTS = 2000.0  # GA hold attempts/s over HTTP on one hot tier (issue 15)
 STRIPES = (1, 8, 20)
@@ -334,7 +342,7 @@ def batch_counters(host: str, ports: list[int]) -> tuple[float, float, float]:
     names = ("onsale_ga_batch_size_sum", "onsale_ga_batch_size_count",
              "onsale_ga_batch_alone_total")
     for p in ports:
-        with urllib.request.urlopen(f"http://{host}:{p}/metrics", timeout=5) as r:
+        with urllib.request.urlopen(f"http://{host}:{ops_port(p)}/metrics", timeout=5) as r:
             for line in r.read().decode().splitlines():
                 name = line.split("{", 1)[0].split(" ", 1)[0]
                 if name in names:

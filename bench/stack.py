@@ -161,6 +161,8 @@ def start_dev(*, seats: int = 50_000, env: dict[str, str] | None = None,
             and not k.startswith(("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     full.update({"ONSALE_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
                  "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN, **(env or {})})
+    OPS_PORTS[port] = free_port()
+    full["ONSALE_OPS_PORT"] = str(OPS_PORTS[port])
     command = [ONSALE, "dev", "--port", str(port), "--seats", str(seats)]
     if shards > 1:
         command += ["--shards", str(shards)]
@@ -201,21 +203,34 @@ def database_url(data_dir: Path, *, from_env: bool = True) -> str:
     return f"postgresql://postgres@127.0.0.1:{int(lines[3])}/postgres"
 
 
+OPS_PORTS: dict[int, int] = {}  # public port -> its ops listener's, for processes started here
+
+
+def ops_port(port: int) -> int:
+    """The ops listener (/metrics, /healthz) of the process serving ``port``: the port a
+    bench gave it, else onsale's default, the public port + 1000."""
+    return OPS_PORTS.get(port, port + 1000)
+
+
 def start_role(role: str, env: dict[str, str], port: int,
                log: Path) -> subprocess.Popen[bytes]:
-    """``onsale serve --role <role>`` on ``port``, output to ``log``; returns once its
-    /healthz answers (exits with the log's tail if it does not)."""
+    """``onsale serve --role <role>`` on ``port``, its ops listener on another free port,
+    output to ``log``; returns once its /healthz answers (exits with the log's tail if
+    it does not)."""
+    OPS_PORTS[port] = free_port()
     with log.open("ab") as out:
         proc = subprocess.Popen([ONSALE, "serve", "--role", role, "--host", "127.0.0.1",
-                                 "--port", str(port)], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+                                 "--port", str(port)],
+                                env={**env, "ONSALE_OPS_PORT": str(OPS_PORTS[port])},
+                                stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"the {role} process exited ({proc.returncode}):\n"
                              + log.read_text()[-2000:])
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+            with urllib.request.urlopen(f"http://127.0.0.1:{ops_port(port)}/healthz",
+                                        timeout=1):
                 return proc
         except urllib.error.HTTPError:  # answering, e.g. 503 while it warms up
             return proc

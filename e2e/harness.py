@@ -100,6 +100,7 @@ def start_onsale(seats: int = 50_000) -> Onsale:
                ("ONSALE_PSP_", "ONSALE_STRIPE_"))}
     env["ONSALE_DATA_DIR"] = str(data)
     env["PYTHONUNBUFFERED"] = "1"
+    env["ONSALE_OPS_PORT"] = str(free_port())  # /metrics and /readyz: its ops listener
     # Every browser and API client of the suite signs up from 127.0.0.1; the
     # per-address sign-in limit is tested in tests/integration/test_accounts.py.
     env["ONSALE_SIGNIN_LIMIT_IP"] = "1000000"

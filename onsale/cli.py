@@ -45,6 +45,7 @@ from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.logs import LogSettings
 from onsale.kernel.logs import configure as configure_logs
+from onsale.kernel.ops_listener import OPS, PUBLIC, Listener, OpsSettings
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
 from onsale.kernel.settings import load
@@ -316,18 +317,58 @@ async def _move_event(url: str, event_id: int, target: int) -> MoveResult:
 
 
 def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
-           ws_limits: WebSocketLimits | None = None) -> None:
+           ws_limits: WebSocketLimits | None = None, ops: tuple[str, int] | None = None) -> None:
+    """Serve ``app`` on ``host:port`` and its ops routes on ``ops`` (host, port;
+    kernel/ops_listener.py), one process, one event loop, until SIGTERM or Ctrl-C."""
+    import contextlib
+
     import uvicorn
 
     from onsale.compose import WebSocketLimits
 
     ws = ws_limits or WebSocketLimits()
+    limits = HttpLimits.from_env(os.environ)
+
+    class OpsServer(uvicorn.Server):
+        ready = asyncio.Event()  # bound, or failed (uvicorn then exits the process)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:  # the public server takes them
+            yield
+
+        async def startup(self, sockets: Any = None) -> None:
+            try:
+                await super().startup(sockets=sockets)
+            finally:
+                self.ready.set()
 
     class Server(uvicorn.Server):
+        ops_server: OpsServer | None = None
+        ops_task: asyncio.Task[None] | None = None
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
-            if ready_message and self.started:
+            if not self.started:
+                return
+            if ops is not None:  # after the lifespan: the state the ops routes read exists
+                self.ops_server = OpsServer(uvicorn_config(
+                    Listener(app, OPS), ops[0], ops[1], limits, log_level="warning",
+                    access_log=False, log_config=None, lifespan="off", proxy_headers=False,
+                    server_header=False, date_header=False))
+                self.ops_task = asyncio.create_task(self.ops_server.serve())
+                await self.ops_server.ready.wait()
+                if not self.ops_server.started:  # uvicorn logged why (the port is taken)
+                    raise SystemExit(2)
+                print(f"ops listener on http://{ops[0]}:{ops[1]}/ (/metrics, /readyz, "
+                      "/healthz, /openapi.json)", flush=True)
+            if ready_message:
                 print(ready_message, flush=True)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            if self.ops_server is not None and self.ops_task is not None:
+                self.ops_server.should_exit = True
+                await self.ops_task
+            await super().shutdown(sockets=sockets)
 
     from onsale.kernel.http_server import uvicorn_config
 
@@ -339,8 +380,8 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
     # message over ONSALE_SEATMAP_CLIENT_MAX_MESSAGE_BYTES closes the socket with 1009
     # before it is buffered (docs/security.md#websockets).
     ping = ws.ping_interval
-    config = uvicorn_config(app, host, port, HttpLimits.from_env(os.environ),
-                            log_level="warning", ws="websockets-sansio",
+    config = uvicorn_config(Listener(app, PUBLIC) if ops is not None else app, host, port,
+                            limits, log_level="warning", ws="websockets-sansio",
                             ws_per_message_deflate=False, ws_ping_interval=ping,
                             ws_ping_timeout=ping, ws_max_size=ws.max_message_bytes,
                             access_log=False, log_config=None, lifespan="on",
@@ -457,6 +498,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
     report_unknown(os.environ, "onsale dev")
     try:
         HttpLimits.from_env(env)  # a bad ONSALE_HTTP_* stops dev before anything starts
+        ops = OpsSettings.from_env(env)
+        ops_address = (ops.ops_host, ops.port_for(args.port))
         shard_servers: list[DevShard] = []
         directory_patroni: tuple[str, ...] = ()
         if args.ha:  # docs/operations.md#onsale-dev---ha
@@ -527,6 +570,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
               f"ws://{args.host}:{args.port}/ws/events/{event_id}/seatmap "
               "(docs/seatmap-protocol.md)")
         _serve(build_app("dev", settings), args.host, args.port, ws_limits=websocket_limits("dev"),
+               ops=ops_address,
                ready_message=f"onsale dev: serving on {url}  (Ctrl-C to stop)")
     except (ConfigError, EmbeddedError) as exc:
         print(f"onsale dev: {exc}", file=sys.stderr)
@@ -556,11 +600,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             warning = check_provider(settings)
             if warning:
                 print(f"onsale serve: {warning}", file=sys.stderr)
+        ops = OpsSettings.from_env(os.environ)
+        ops_address = (ops.ops_host, ops.port_for(args.port))
         app = build_app(args.role, settings)  # the edge refuses to start without REDIS_URL
     except ConfigError as exc:
         print(f"onsale serve: {exc}", file=sys.stderr)
         return 2
-    _serve(app, args.host, args.port, ws_limits=websocket_limits(args.role),
+    _serve(app, args.host, args.port, ws_limits=websocket_limits(args.role), ops=ops_address,
            ready_message=f"onsale {args.role}: serving on http://{args.host}:{args.port}/")
     return 0
 

@@ -16,6 +16,7 @@ from onsale.environment import SECTIONS
 from onsale.kernel.config import Settings
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.logs import LogSettings
+from onsale.kernel.ops_listener import OpsSettings
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.settings import ConfigError, Section, load, unknown_names, variable_names
 from onsale.roles import SECRETLESS_ROLES
@@ -56,7 +57,7 @@ def check(role: str, env: Mapping[str, str]) -> Check:
         sections: list[Section] = [
             Settings.from_env(env, require_secrets=role not in SECRETLESS_ROLES,
                               dev=role == "dev"),
-            HttpLimits.from_env(env), LogSettings.from_env(env),
+            HttpLimits.from_env(env), LogSettings.from_env(env), OpsSettings.from_env(env),
             *(load(cls, env) for cls in _EXTRA.get(role, ()))]
     except ConfigError as exc:
         return Check(False, [], warnings, str(exc))

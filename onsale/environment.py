@@ -24,6 +24,7 @@ from onsale.kernel.config_sessions import SecuritySettings, SessionSettings
 from onsale.kernel.config_waiting_room import WaitingRoomSettings
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.logs import LogSettings
+from onsale.kernel.ops_listener import OpsSettings
 from onsale.kernel.settings import Section, table, unknown_names, variable_names
 from onsale.psp.config import PspConfig
 from onsale.seatmap.config import SeatmapSettings
@@ -31,7 +32,8 @@ from onsale.seatmap.config import SeatmapSettings
 SECTIONS: tuple[type[Section], ...] = (
     ServiceSettings, HoldDefaults, PoolSettings, DependencySettings, BackgroundSettings,
     OutboxSettings, PaymentSettings, WaitingRoomSettings, SeatmapSettings, HttpLimits,
-    SessionSettings, SecuritySettings, CommandSettings, LogSettings, PspConfig,
+    SessionSettings, SecuritySettings, CommandSettings, LogSettings, OpsSettings,
+    PspConfig,
 )
 DOCS = ("docs/configuration.md", "docs/psp.md")
 _BLOCK = re.compile(r"(<!-- settings: (\w+) -->\n)(.*?)(<!-- /settings -->)", re.S)

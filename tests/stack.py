@@ -101,6 +101,7 @@ class Stack:
         self.grace_seconds = grace_seconds
         self.auth_window_seconds = auth_window_seconds
         self.core: Process | None = None
+        self.core_ops_url = ""
         self.worker: Process | None = None
         self.psp: Process | None = None
 
@@ -117,6 +118,7 @@ class Stack:
             "ONSALE_DB_POOL_MAX": "10", "REDIS_URL": self.ensure_redis(),
             "ONSALE_JOIN_LIMIT_IP": "1000000", "ONSALE_POLL_LIMIT_IP": "1000000",
             "ONSALE_ALLOW_SIMULATOR": "true",  # these tests pay the simulator
+            "ONSALE_OPS_PORT": str(free_port()),  # each process its own (ops_listener.py)
         }
 
         env.pop("ONSALE_CRASH_AT", None)
@@ -141,8 +143,10 @@ class Stack:
             extra["ONSALE_CRASH_AT"] = crash_at
         if self.edge is None:
             self.start_edge()
+        env = self.core_env(**extra)
+        self.core_ops_url = f"http://127.0.0.1:{env['ONSALE_OPS_PORT']}"  # /metrics, /readyz
         self.core = Process([ONSALE, "serve", "--role", role, "--port", str(self.core_port)],
-                            self.core_env(**extra), "serving on", "core")
+                            env, "serving on", "core")
         return self.core
 
     def ensure_redis(self) -> str:

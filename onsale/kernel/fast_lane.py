@@ -31,6 +31,8 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from onsale.kernel.logs import REQUEST_ID, request_id_from
+from onsale.kernel.ops_listener import TAG, refused
+from onsale.kernel.problems import Problem, ProblemResponse
 from onsale.kernel.security import SecurityPolicy
 
 log = logging.getLogger("onsale.http")
@@ -79,16 +81,28 @@ class App(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "websocket" and refused(scope):  # no socket on the ops port
+                await send({"type": "websocket.close", "code": 1008})
+                return
             await super().__call__(scope, receive, send)
             return
         # The request id (kernel/logs.py): the client's X-Request-ID or a new one, in the
         # logs' context for this request, and echoed in the response.
         rid = request_id_from(_header(scope, b"x-request-id"))
         REQUEST_ID.set(rid)
-        if not ACCESS.disabled and ACCESS.isEnabledFor(logging.INFO):
+        if TAG in scope and refused(scope):  # kernel/ops_listener.py: not on this port
+            await self._not_here(scope, receive, send, rid)
+        elif not ACCESS.disabled and ACCESS.isEnabledFor(logging.INFO):
             await self._logged(scope, receive, send, rid)
         else:
             await self._dispatch(scope, receive, send, rid)
+
+    async def _not_here(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
+        response = ProblemResponse(Problem(404, "not_found"))
+        if self.policy is not None:
+            self.policy.add_headers(response.raw_headers)
+        response.raw_headers.append((b"x-request-id", rid.encode()))
+        await response(scope, receive, send)
 
     async def _logged(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
         """The access log (ONSALE_ACCESS_LOG): one line per request once it is answered."""

@@ -36,9 +36,11 @@ class Core:
         self.port = free_port()
         self.db_url = db_url
         self.url = f"http://127.0.0.1:{self.port}"
+        ops_port = free_port()
+        self.ops_url = f"http://127.0.0.1:{ops_port}"
         env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
                "ONSALE_SECRET_KEY": SECRET, "ONSALE_ADMIN_TOKEN": ADMIN_TOKEN,
-               "ONSALE_PUBLIC_URL": self.url, **limits}
+               "ONSALE_PUBLIC_URL": self.url, "ONSALE_OPS_PORT": str(ops_port), **limits}
         for name in ("ONSALE_STRIPE_SECRET_KEY", "ONSALE_CRASH_AT"):
             env.pop(name, None)
         self.process = Process([ONSALE, "serve", "--role", "core", "--host", "127.0.0.1",
@@ -61,8 +63,9 @@ class Core:
     def legit(self) -> None:
         """An ordinary request on a new connection still succeeds (database included),
         nothing was logged as an error, and the audit is clean."""
-        r = httpx.get(f"{self.url}/readyz", timeout=5)
-        assert r.status_code == 200, r.text
+        r = httpx.get(f"{self.url}/api/events/1", timeout=5)  # the database answers
+        assert r.status_code in (200, 404), r.text
+        assert httpx.get(f"{self.ops_url}/readyz", timeout=5).status_code == 200
         logged = "".join(self.process.output)
         assert "Traceback" not in logged and "ERROR" not in logged, logged[-3000:]
         self.audit()
@@ -114,7 +117,7 @@ def problem_code(body: bytes) -> Any:
 
 async def test_a_pipelining_flood_is_served_in_turn_without_growing_memory(
         core: Core, conn: Any) -> None:
-    request = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 960 + b"\r\n\r\n")
+    request = (b"GET /nowhere HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 960 + b"\r\n\r\n")
     count = 10 * 1024 * 1024 // len(request)  # 10 MiB of pipelined requests
     before = core.rss_kib()
     sock = core.connect()
@@ -127,7 +130,7 @@ async def test_a_pipelining_flood_is_served_in_turn_without_growing_memory(
         try:
             for _ in range(count):
                 status, _, body = read_response(sock, buffer)
-                assert status == 200 and json.loads(body) == {"status": "ok"}
+                assert status == 404 and json.loads(body)["code"] == "not_found"
                 answered[0] += 1
                 if answered[0] % 1000 == 0:
                     peak[0] = max(peak[0], core.rss_kib())
@@ -152,7 +155,7 @@ async def test_a_pipelining_flood_is_served_in_turn_without_growing_memory(
 def test_a_client_that_pipelines_without_reading_is_stopped_by_backpressure(
         core: Core) -> None:
     """The server stops reading the socket: the client cannot push its megabytes."""
-    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    request = b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
     before = core.rss_kib()
     sock = core.connect()
     sock.setblocking(False)
@@ -178,7 +181,7 @@ def test_slowloris_connections_are_closed_after_the_header_timeout(core: Core) -
     loris = []
     for _ in range(30):
         s = core.connect()
-        s.sendall(b"GET /healthz HT")  # half a request line, then nothing
+        s.sendall(b"GET /nowhere HT")  # half a request line, then nothing
         loris.append(s)
     idle = core.connect()  # opened and never written to
     core.legit()  # served while they hang
@@ -192,16 +195,16 @@ def test_slowloris_connections_are_closed_after_the_header_timeout(core: Core) -
 
 def test_an_idle_keepalive_connection_is_closed(core: Core) -> None:
     s = core.connect()
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
     buffer = bytearray()
-    assert read_response(s, buffer)[0] == 200
+    assert read_response(s, buffer)[0] == 404  # a whole answer (health is on the ops port)
     assert closed_by_server(s) == b""  # then the keep-alive timeout closes it
     s.close()
 
 
 def test_a_head_over_the_limit_gets_431(core: Core) -> None:
-    for head in (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n",
-                 b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i
+    for head in (b"GET /nowhere HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n",
+                 b"GET /nowhere HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i
                                                         for i in range(150)) + b"\r\n",
                  b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"):
         s = core.connect()
@@ -212,7 +215,7 @@ def test_a_head_over_the_limit_gets_431(core: Core) -> None:
         s.close()
     # A head that never ends is refused once it passes the limit, without waiting.
     s = core.connect()
-    s.sendall(b"GET /healthz HTTP/1.1\r\nX-Endless: " + b"b" * 40_000)
+    s.sendall(b"GET /nowhere HTTP/1.1\r\nX-Endless: " + b"b" * 40_000)
     got = closed_by_server(s)
     assert got.startswith(b"HTTP/1.1 431 ")
     s.close()
@@ -278,8 +281,8 @@ def test_past_the_connection_cap_a_new_connection_gets_503_and_the_open_ones_sti
         assert b"retry-after: 1\r\n" in got and b'"code":"overloaded"' in got
         extra.close()
         # The connections inside the cap are served.
-        held[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert read_response(held[0], bytearray())[0] == 200
+        held[0].sendall(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(held[0], bytearray())[0] == 404
         for s in held:
             s.close()
         time.sleep(0.2)

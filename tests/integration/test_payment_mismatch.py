@@ -82,8 +82,9 @@ async def actions(db: Any, order_id: str) -> list[str]:
 
 
 async def core_metric(stack: Stack, source: str, field: str) -> float:
-    """onsale_payment_mismatch_total{source, field} on the core process's /metrics."""
-    async with httpx.AsyncClient(base_url=stack.core_url, timeout=10) as c:
+    """onsale_payment_mismatch_total{source, field} on the core process's /metrics (its
+    ops listener)."""
+    async with httpx.AsyncClient(base_url=stack.core_ops_url, timeout=10) as c:
         text = (await c.get("/metrics")).text
     for line in text.splitlines():
         if line.startswith("onsale_payment_mismatch_total{") and \

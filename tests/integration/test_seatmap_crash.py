@@ -37,13 +37,14 @@ from tests.stack import ONSALE, Process, eventually
 
 def start_cdc(db_url: str, redis_url: str, settings: SeatmapSettings, **extra: str
               ) -> tuple[Process, int]:
-    port = free_port()
+    """A cdc process, and the port of its ops listener (its /metrics)."""
+    port, ops_port = free_port(), free_port()
     env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
            "ONSALE_SEATMAP_SLOT": settings.slot, "ONSALE_SEATMAP_HEARTBEAT_INTERVAL_MS": "200",
            "ONSALE_SEATMAP_SNAPSHOT_INTERVAL_MS": "200", "ONSALE_SEATMAP_LEASE_RETRY_MS": "100",
-           **extra}
+           "ONSALE_OPS_PORT": str(ops_port), **extra}
     return Process([ONSALE, "serve", "--role", "cdc", "--port", str(port)], env, "serving on",
-                   "cdc"), port
+                   "cdc"), ops_port
 
 
 def scrape(port: int, name: str) -> float:

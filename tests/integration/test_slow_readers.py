@@ -148,8 +148,8 @@ async def test_clients_that_never_read_are_aborted_and_memory_stays_bounded(
     assert stack.core is not None and stack.edge is not None
     pid, edge_pid = stack.core.proc.pid, stack.edge.proc.pid
     edge_before = rss_kib(edge_pid)
-    aborted_before = await metric(stack.core_url, "onsale_http_write_timeouts")
-    refused_before = await metric(stack.core_url, "onsale_http_large_answers_refused")
+    aborted_before = await metric(stack.core_ops_url, "onsale_http_write_timeouts")
+    refused_before = await metric(stack.core_ops_url, "onsale_http_large_answers_refused")
     before = rss_kib(pid)
     me = await new_account(db)
     with readers(port_of(stack.core_url), venue, SLOW) as socks, \
@@ -165,20 +165,20 @@ async def test_clients_that_never_read_are_aborted_and_memory_stays_bounded(
             poll = await edge.get(f"/api/events/{event_id}/queue")
             assert poll.status_code in (200, 404), poll.text  # served, not stalled
         peak = max(peak, rss_kib(pid))
-        unsent = await metric(stack.core_url, "onsale_http_unsent_bytes")
+        unsent = await metric(stack.core_ops_url, "onsale_http_unsent_bytes")
         assert unsent > 0  # the server does hold answers for them
 
         # Each slow reader is aborted at its write deadline, or was refused its large
         # answer (503 overloaded) once the unsent bytes passed the server's cap.
         async def all_ended() -> bool:
-            aborted = await metric(stack.core_url, "onsale_http_write_timeouts")
-            refused = await metric(stack.core_url, "onsale_http_large_answers_refused")
+            aborted = await metric(stack.core_ops_url, "onsale_http_write_timeouts")
+            refused = await metric(stack.core_ops_url, "onsale_http_large_answers_refused")
             return aborted - aborted_before + refused - refused_before >= SLOW
         assert await eventually(all_ended, within=60)
         peak = max(peak, rss_kib(pid))
-        aborted = await metric(stack.core_url, "onsale_http_write_timeouts") - aborted_before
+        aborted = await metric(stack.core_ops_url, "onsale_http_write_timeouts") - aborted_before
         assert aborted >= 100  # the cap (128 MiB) holds more than a hundred of these
-        assert await metric(stack.core_url, "onsale_http_unsent_bytes") == 0
+        assert await metric(stack.core_ops_url, "onsale_http_unsent_bytes") == 0
         ends = [how_it_ended(s) for s in socks]
         edge_peak = max(edge_peak, rss_kib(edge_pid))
         draw_ends = [how_it_ended(s) for s in draw_socks]  # the edge has no /metrics yet
@@ -208,10 +208,11 @@ async def test_past_the_cap_of_unsent_bytes_large_answers_are_refused(
     small = Process([ONSALE, "serve", "--role", "core", "--port", str(small_port)], env,
                     "serving on", "core-small-cap")
     url = f"http://127.0.0.1:{small_port}"
+    ops = f"http://127.0.0.1:{env['ONSALE_OPS_PORT']}"  # its ops listener: /metrics
     try:
         with readers(small_port, venue, 40):
             async def capped() -> bool:
-                return await metric(url, "onsale_http_unsent_bytes") >= 1024 * 1024
+                return await metric(ops, "onsale_http_unsent_bytes") >= 1024 * 1024
             assert await eventually(capped, within=30)
             async with httpx.AsyncClient(base_url=url, timeout=30) as c:
                 large = await c.get(venue, headers={"Accept-Encoding": "identity"})
@@ -220,7 +221,7 @@ async def test_past_the_cap_of_unsent_bytes_large_answers_are_refused(
                 assert large.headers["retry-after"] == "1"
                 small_answer = await c.get(f"/api/events/{event_id}")
                 assert small_answer.status_code == 200
-            assert await metric(url, "onsale_http_large_answers_refused") >= 1
+            assert await metric(ops, "onsale_http_large_answers_refused") >= 1
         async with httpx.AsyncClient(base_url=url, timeout=30) as c:
             async def served() -> bool:  # the readers are gone: large answers again
                 got = await c.get(venue, headers={"Accept-Encoding": "identity"})
@@ -247,18 +248,18 @@ async def test_answers_written_after_a_reset_leave_nothing_in_the_ledger(stack: 
         sock.connect(("127.0.0.1", port_of(stack.core_url)))
         # More than the kernel's send buffer takes (it grows to 4 MiB): the later
         # answers wait for the first ones to drain.
-        sock.sendall((request * 6 + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").encode())
+        sock.sendall((request * 6 + "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n").encode())
         socks.append(sock)
 
     async def holding() -> bool:
-        return await metric(stack.core_url, "onsale_http_unsent_bytes") > 0
+        return await metric(stack.core_ops_url, "onsale_http_unsent_bytes") > 0
     assert await eventually(holding)
     for sock in socks:  # a reset: the server's writes fail, the connection is lost
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
 
     async def nothing_left() -> bool:
-        return await metric(stack.core_url, "onsale_http_unsent_bytes") == 0
+        return await metric(stack.core_ops_url, "onsale_http_unsent_bytes") == 0
     assert await eventually(nothing_left)
     async with httpx.AsyncClient(timeout=30) as c:  # large answers are still served
         r = await c.get(stack.core_url + venue, headers={"Accept-Encoding": "identity"})

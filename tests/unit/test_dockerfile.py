@@ -30,6 +30,7 @@ from onsale.cli import parser as cli_parser
 from onsale.compose import ROLES, SECRETLESS_ROLES, build_app
 from onsale.environment import SECTIONS
 from onsale.kernel.config import Settings
+from onsale.kernel.ops_listener import OpsSettings
 from onsale.kernel.settings import variable_names
 from onsale.psp.cli import parser as psp_parser
 from onsale.psp.config import PspConfig
@@ -181,8 +182,9 @@ def check_dockerfile(text: str) -> list[str]:
     if str(port) not in exposed:
         problems.append(f"port {port} (onsale serve's default) is not exposed")
     health = " ".join(runtime.all("HEALTHCHECK"))
-    if health and f":{port}/healthz" not in health:
-        problems.append(f"the HEALTHCHECK does not probe :{port}/healthz")
+    ops = OpsSettings.from_env({}).port_for(port)  # /healthz is on the ops listener
+    if health and f"127.0.0.1:{ops}/healthz" not in health:
+        problems.append(f"the HEALTHCHECK does not probe 127.0.0.1:{ops}/healthz")
     return problems
 
 
@@ -200,8 +202,8 @@ def test_the_dockerfile_matches_the_package() -> None:
     ("/opt/onsale/bin/pip install /dist/onsale-*.whl",
      "/opt/onsale/bin/pip install '/src[dev]'", "development dependencies"),
     ("COPY psp ./psp\n", "", "does not copy ['psp']"),
-    ("EXPOSE 8000", "EXPOSE 8080", "is not exposed"),
-    ("127.0.0.1:8000/healthz", "127.0.0.1:8000/", "does not probe"),
+    ("EXPOSE 8000 9000", "EXPOSE 8080", "is not exposed"),
+    ("127.0.0.1:9000/healthz", "127.0.0.1:8000/healthz", "does not probe"),
     ("COPY --from=build /opt/onsale /opt/onsale", "", "copies nothing"),
 ])
 def test_the_check_finds_a_broken_dockerfile(old: str, new: str, problem: str) -> None:
