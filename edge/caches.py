@@ -158,6 +158,14 @@ class StatusCache:
     def stale(self) -> bool:
         return self._clock() - self.fetched > self.stale_after
 
+    def snapshot(self) -> dict[int, Status]:
+        """The statuses held now (for the metrics; no I/O)."""
+        return dict(self._status)
+
+    def served(self) -> list[int]:
+        """The events this process served, the most recently served first."""
+        return sorted(self._wanted, key=self._wanted.__getitem__, reverse=True)
+
     async def load(self, event_id: int) -> Status:
         """First sight of an event in this process: one read, then the refresher."""
         self._wanted[event_id] = self._clock()

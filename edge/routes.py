@@ -192,7 +192,7 @@ async def present(request: Request, edge: Edge, config: EventConfig, ticket: Tic
     view = View(edge, config, ticket, presented, live=live, work=work)
     if config.policy == "passthrough":
         await view.admit(request, steal=steal)
-        return view.response()
+        return _answered(edge, live, view)
     status = await _status(edge, config.event_id)
     if ticket.place == 0 and status.draw == "drawn":
         try:
@@ -203,7 +203,7 @@ async def present(request: Request, edge: Edge, config: EventConfig, ticket: Tic
             view.drop_ticket = True
             view.body.update(state="expired", position=None, eta_seconds=None,
                              poll_after_seconds=edge.settings.queue_poll_seconds)
-            return view.response()
+            return _answered(edge, live, view)
         view.ticket = ticket = Ticket(ticket.event_id, ticket.account_id, place, ticket.device)
     if ticket.place == 0 or not config.sale_open():
         edge.seen.add(config.event_id, ticket.account_id, _now_ms())
@@ -215,6 +215,12 @@ async def present(request: Request, edge: Edge, config: EventConfig, ticket: Tic
     else:
         await view.admit(request, steal=steal)
     view.body["place"] = ticket.place or None
+    return _answered(edge, live, view)
+
+
+def _answered(edge: Edge, live: bool, view: View) -> Response:
+    if edge.metrics is not None:
+        edge.metrics.answered("join" if live else "poll", str(view.body.get("state")))
     return view.response()
 
 
@@ -273,6 +279,8 @@ def _spend(edge: Edge, work: Work | None) -> Spend | None:
 def work_refused(edge: Edge, event_id: int, account: uuid.UUID, verdict: PowVerdict,
                  difficulty: int) -> Problem:
     """403 with the verdict's code and a fresh challenge to solve."""
+    if edge.metrics is not None:
+        edge.metrics.pow.labels(verdict.value).inc()
     challenge = edge.pow.issue(event_id, account, difficulty)
     return Problem(403, verdict.value, challenge=challenge.token, difficulty=difficulty,
                    expires_at=utc_iso_ts(challenge.expires_at))
@@ -294,6 +302,8 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
         return None
     verdict, work = edge.pow.check(body.get("pow"), config.event_id, account, difficulty)
     if work is not None:
+        if edge.metrics is not None:
+            edge.metrics.pow.labels(verdict.value).inc()
         return work
     raise work_refused(edge, config.event_id, account, verdict, difficulty)
 
@@ -314,7 +324,13 @@ async def poll(request: Request) -> Response:
 
 
 async def queue(request: Request) -> Response:
-    return await (join(request) if request.method == "POST" else poll(request))
+    try:
+        return await (join(request) if request.method == "POST" else poll(request))
+    except Problem as exc:  # counted by its code (rate_limited: the 429s)
+        metrics = edge_state(request).metrics
+        if metrics is not None:
+            metrics.answered("join" if request.method == "POST" else "poll", exc.code)
+        raise
 
 
 routes = [

@@ -15,6 +15,7 @@ from onsale.edge.caches import EventConfigs, Marks, StatusCache, every
 from onsale.edge.draw_pages import DrawPages
 from onsale.edge.gate import Gate
 from onsale.edge.limits import RateLimiter
+from onsale.edge.metrics import FIGURES_SECONDS, EdgeMetrics
 from onsale.edge.ops_cache import OpsState
 from onsale.edge.pow import PowCodec, RiskHook, no_risk
 from onsale.edge.queue_store import QueueStore
@@ -58,6 +59,7 @@ class Edge:
     # The process's shards (docs/scaling.md#routing): an event's payments and the audit
     # are read where the inventory is; None: the directory's database alone.
     shards: ShardSet | None = None
+    metrics: EdgeMetrics | None = None  # edge/metrics.py; None: not counted (a test's)
 
     @property
     def longest_poll(self) -> int:
@@ -74,7 +76,7 @@ def edge_state(connection: HTTPConnection) -> Edge:
 def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate, *,
                risk: RiskHook = no_risk,
                capture_status: CaptureStatus | None = None,
-               shards: ShardSet | None = None) -> Edge:
+               shards: ShardSet | None = None, metrics: EdgeMetrics | None = None) -> Edge:
     """``gate``: the process's one gate (core's sales routes and the seat map check
     admissions with it too: one revocation cache)."""
     keys = admission_keys(settings.admission_keys, settings.secret_key)
@@ -83,7 +85,7 @@ def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate,
         settings=settings, db=db, redis=redis, store=store, configs=EventConfigs(db),
         status=StatusCache(store), seen=Marks(store, "seen"), tickets=TicketCodec(keys),
         admissions=gate.codec, pow=PowCodec(keys), gate=gate, risk=risk,
-        capture_status=capture_status, shards=shards,
+        capture_status=capture_status, shards=shards, metrics=metrics,
         join_ip=_per_minute(settings.join_limit_ip),
         join_account=_per_minute(settings.join_limit_account),
         poll_ip=_per_minute(settings.poll_limit_ip),
@@ -94,9 +96,16 @@ def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate,
 
 
 def start_refreshers(edge: Edge) -> list[asyncio.Task[None]]:
-    """The status and config refreshers and the "seen" writer, as tasks the caller
-    stops (``kernel.tasks.stop_background``)."""
-    return [
+    """The status and config refreshers and the "seen" writer (and the metrics' queue
+    figures), as tasks the caller stops (``kernel.tasks.stop_background``)."""
+    extra = []
+    if edge.metrics is not None:
+        edge.metrics.status = edge.status
+        metrics = edge.metrics
+        extra.append(asyncio.create_task(
+            every(FIGURES_SECONDS, lambda: metrics.refresh(edge.store), "queue figures"),
+            name="onsale-edge-figures"))
+    return [*extra,
         asyncio.create_task(every(0.25, edge.status.refresh, "status refresh"),
                             name="onsale-edge-status"),
         asyncio.create_task(every(1.0, edge.configs.refresh, "config refresh"),

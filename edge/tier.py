@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute
 from onsale.edge import draw_routes, ops, ops_dashboard, routes
 from onsale.edge.admitter import Admitter
 from onsale.edge.gate import Gate
+from onsale.edge.metrics import EdgeMetrics
 from onsale.edge.pow import RiskHook, no_risk
 from onsale.edge.queue_store import QueueStore
 from onsale.edge.runtime import CaptureStatus, Edge, build_edge, start_refreshers
@@ -34,7 +35,7 @@ def require_redis(settings: Settings) -> str:
 @contextlib.asynccontextmanager
 async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
                        risk: RiskHook = no_risk, capture_status: CaptureStatus | None = None,
-                       ) -> AsyncIterator[Edge]:
+                       metrics: EdgeMetrics | None = None) -> AsyncIterator[Edge]:
     """The refreshers and the "seen" writer; with ``admitter`` the admitter too, with a
     background Redis client of its own for the draw's large replies. The admitter is
     this context's own: no handler reads it, so ``Edge`` does not carry it."""
@@ -42,7 +43,7 @@ async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
     if shared.redis is None:
         raise ConfigError("the edge needs the process's Redis client")
     edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
-                      capture_status=capture_status, shards=shared.shards)
+                      capture_status=capture_status, shards=shared.shards, metrics=metrics)
     async with contextlib.AsyncExitStack() as stack:
         running: Admitter | None = None
         if admitter:

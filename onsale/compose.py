@@ -26,6 +26,7 @@ from onsale.core.openapi import CORE_API
 from onsale.core.state import NO_ADMISSION
 from onsale.core.tier import core_routes, running_core
 from onsale.edge.gate import Gate, running_gate
+from onsale.edge.metrics import EdgeMetrics
 from onsale.edge.openapi import EDGE_API
 from onsale.edge.pow import RiskHook, no_risk
 from onsale.edge.seatmap_gate import seatmap_admission
@@ -141,6 +142,7 @@ def lifespan_for(tiers: Tiers, settings: Settings, seatmap: SeatmapSettings,
     """The one lifespan: shared parts, the gate, then each tier, stopped in reverse."""
     metrics = Metrics(registry) if tiers.core or tiers.background else None
     seatmap_metrics = (SeatmapMetrics(registry) if tiers.seatmap or tiers.capture else None)
+    edge_metrics = EdgeMetrics(registry) if tiers.edge else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -162,7 +164,8 @@ def lifespan_for(tiers: Tiers, settings: Settings, seatmap: SeatmapSettings,
                     status = functools.partial(capture_status, shared.db, shared.redis,
                                                seatmap.slot, shared.shards)
                 app.state.edge = await stack.enter_async_context(running_edge(
-                    shared, gate, admitter=tiers.admitter, risk=risk, capture_status=status))
+                    shared, gate, admitter=tiers.admitter, risk=risk, capture_status=status,
+                    metrics=edge_metrics))
             if seatmap_metrics is not None and tiers.seatmap and gate is not None:
                 app.state.seatmap = await stack.enter_async_context(running_seatmap(
                     shared, seatmap, seatmap_metrics,
@@ -218,7 +221,7 @@ def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None
     map's admission check instead of the edge's gate (tests of the fan-out alone)."""
     registry = CollectorRegistry()
     routes = routes_for(tiers)
-    if tiers.core or tiers.background or tiers.seatmap or tiers.capture:
+    if tiers.core or tiers.background or tiers.seatmap or tiers.capture or tiers.edge:
         routes.append(metrics_route(registry))
     handlers = error_handlers()
     served = tiers.core or tiers.edge or tiers.seatmap

@@ -181,7 +181,7 @@ async def test_clients_that_never_read_are_aborted_and_memory_stays_bounded(
         assert await metric(stack.core_ops_url, "onsale_http_unsent_bytes") == 0
         ends = [how_it_ended(s) for s in socks]
         edge_peak = max(edge_peak, rss_kib(edge_pid))
-        draw_ends = [how_it_ended(s) for s in draw_socks]  # the edge has no /metrics yet
+        draw_ends = [how_it_ended(s) for s in draw_socks]
     # Aborted (the client sees a reset) or refused (a 503, then the keep-alive close).
     # On a loaded machine some clients saw the start of their answer and then an end
     # of file instead of the reset: the server's side is what the bound is about, and
