@@ -45,7 +45,8 @@ from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.logs import LogSettings
 from onsale.kernel.logs import configure as configure_logs
-from onsale.kernel.ops_listener import OPS, PUBLIC, Listener, OpsSettings
+from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
+from onsale.kernel.ops_server import ops_listener
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
 from onsale.kernel.settings import load
@@ -329,45 +330,22 @@ def _serve(app: Any, host: str, port: int, ready_message: str | None = None, *,
     ws = ws_limits or WebSocketLimits()
     limits = HttpLimits.from_env(os.environ)
 
-    class OpsServer(uvicorn.Server):
-        ready = asyncio.Event()  # bound, or failed (uvicorn then exits the process)
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:  # the public server takes them
-            yield
-
-        async def startup(self, sockets: Any = None) -> None:
-            try:
-                await super().startup(sockets=sockets)
-            finally:
-                self.ready.set()
-
     class Server(uvicorn.Server):
-        ops_server: OpsServer | None = None
-        ops_task: asyncio.Task[None] | None = None
+        ops_stack: contextlib.AsyncExitStack | None = None
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
             if not self.started:
                 return
             if ops is not None:  # after the lifespan: the state the ops routes read exists
-                self.ops_server = OpsServer(uvicorn_config(
-                    Listener(app, OPS), ops[0], ops[1], limits, log_level="warning",
-                    access_log=False, log_config=None, lifespan="off", proxy_headers=False,
-                    server_header=False, date_header=False))
-                self.ops_task = asyncio.create_task(self.ops_server.serve())
-                await self.ops_server.ready.wait()
-                if not self.ops_server.started:  # uvicorn logged why (the port is taken)
-                    raise SystemExit(2)
-                print(f"ops listener on http://{ops[0]}:{ops[1]}/ (/metrics, /readyz, "
-                      "/healthz, /openapi.json)", flush=True)
+                self.ops_stack = contextlib.AsyncExitStack()
+                await self.ops_stack.enter_async_context(ops_listener(app, *ops, limits))
             if ready_message:
                 print(ready_message, flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
-            if self.ops_server is not None and self.ops_task is not None:
-                self.ops_server.should_exit = True
-                await self.ops_task
+            if self.ops_stack is not None:
+                await self.ops_stack.aclose()
             await super().shutdown(sockets=sockets)
 
     from onsale.kernel.http_server import uvicorn_config

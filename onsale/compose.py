@@ -16,6 +16,7 @@ import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
@@ -34,8 +35,10 @@ from onsale.edge.tier import edge_routes, require_redis, running_edge
 from onsale.kernel.config import CommandSettings, ConfigError, Settings
 from onsale.kernel.errors import error_handlers, healthz
 from onsale.kernel.fast_lane import App, HotRoute
+from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.metrics import metrics_route
 from onsale.kernel.openapi import ApiSpec, openapi_route
+from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
 from onsale.kernel.process import Needs, running_shared, unopened
 from onsale.kernel.security import security_middleware, security_policy
 from onsale.roles import ROLES, SECRETLESS_ROLES
@@ -272,8 +275,13 @@ def tune_malloc() -> None:
         return
 
 
-def app_from_env() -> Starlette:
-    """Factory for multi-process serving: role from ONSALE_ROLE, settings from the environment."""
+def app_from_env() -> Any:
+    """Factory for servers that take an import string (``uvicorn --factory``): role from
+    ONSALE_ROLE, settings from the environment. The app answers public paths on the
+    server's port and starts its own ops listener on ONSALE_OPS_PORT (required here: the
+    factory does not know the public port) once its lifespan has started: so one process
+    per ops port, and a second worker of ``--workers N`` fails at start-up instead of
+    serving metrics a scrape would reach at random (docs/operations.md#processes)."""
     import os
 
     tune_gc()
@@ -288,4 +296,24 @@ def app_from_env() -> Starlette:
         from onsale.core.psp_client import check_provider
 
         check_provider(settings)  # ConfigError against the simulator (docs/security.md)
-    return build_app(role, settings)
+    ops = OpsSettings.from_env(os.environ)
+    if not ops.ops_port:
+        raise ConfigError("the app factory needs ONSALE_OPS_PORT: its ops listener "
+                          "(/metrics, /readyz, /healthz, /openapi.json) has no default here")
+    app = build_app(role, settings)
+    with_ops(app, ops.ops_host, ops.ops_port, HttpLimits.from_env(os.environ))
+    return Listener(app, PUBLIC)
+
+
+def with_ops(app: Starlette, host: str, port: int, limits: HttpLimits) -> None:
+    """``app``'s lifespan, with its ops listener started inside it."""
+    from onsale.kernel.ops_server import ops_listener
+
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with inner(a) as state, ops_listener(app, host, port, limits):
+            yield state
+
+    app.router.lifespan_context = lifespan

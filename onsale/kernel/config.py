@@ -255,11 +255,11 @@ class CommandSettings(Section):
         range_doc="a path, relative to the current directory")
     role: str = setting(
         "core",
-        "The role built by `onsale.compose:app_from_env`, the factory for running several "
-        "processes under one server, e.g. `uvicorn --factory onsale.compose:app_from_env "
-        "--workers 4`. `dev` runs every tier in one process as in `onsale dev`, without the "
-        "embedded servers. `onsale serve` ignores it (it takes `--role`). See "
-        "[operations.md](operations.md#processes).", choices=_ROLES)
+        "The role built by `onsale.compose:app_from_env`, the factory for servers that "
+        "take an import string, e.g. `uvicorn --factory onsale.compose:app_from_env` (with "
+        "`ONSALE_OPS_PORT`; one process per ops port). `dev` runs every tier in one process "
+        "as in `onsale dev`, without the embedded servers. `onsale serve` ignores it (it "
+        "takes `--role`). See [operations.md](operations.md#processes).", choices=_ROLES)
 
 
 @dataclass(frozen=True)
