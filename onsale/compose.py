@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
@@ -36,6 +36,7 @@ from onsale.kernel.config import CommandSettings, ConfigError, Settings
 from onsale.kernel.errors import error_handlers, healthz
 from onsale.kernel.fast_lane import App, HotRoute
 from onsale.kernel.http_limits import HttpLimits
+from onsale.kernel.http_metrics import HttpMetrics
 from onsale.kernel.metrics import metrics_route
 from onsale.kernel.openapi import ApiSpec, openapi_route
 from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
@@ -223,6 +224,8 @@ def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None
     for asking a suspicious join for more proof of work; ``seatmap_gate``: the seat
     map's admission check instead of the edge's gate (tests of the fan-out alone)."""
     registry = CollectorRegistry()
+    for collector in (ProcessCollector, PlatformCollector, GCCollector):  # process_*, python_*
+        collector(registry=registry)
     routes = routes_for(tiers)
     if tiers.core or tiers.background or tiers.seatmap or tiers.capture or tiers.edge:
         routes.append(metrics_route(registry))
@@ -236,6 +239,7 @@ def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None
         lifespan=lifespan_for(tiers, settings, seatmap or SeatmapSettings.from_env(),
                               registry, risk, seatmap_gate),
         hot=hot_routes(routes) if served else (), policy=policy,
+        http_metrics=HttpMetrics(registry),
     )
     app.state.shared = unopened(settings)  # the settings and session codec; no I/O yet
     return app

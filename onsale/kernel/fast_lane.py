@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from onsale.kernel.http_metrics import UNMATCHED, HttpMetrics
 from onsale.kernel.logs import REQUEST_ID, request_id_from
 from onsale.kernel.ops_listener import TAG, refused
 from onsale.kernel.problems import Problem, ProblemResponse
@@ -70,8 +71,10 @@ class App(Starlette):
     """Starlette, with ``hot`` routes served ahead of its middleware and router."""
 
     def __init__(self, *args: Any, hot: Sequence[HotRoute] = (),
-                 policy: SecurityPolicy | None = None, **kwargs: Any) -> None:
+                 policy: SecurityPolicy | None = None, http_metrics: HttpMetrics | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.http_metrics = http_metrics
         self.hot: dict[str, tuple[HotRoute, ...]] = {}
         for route in hot:
             self.hot[route.method] = (*self.hot.get(route.method, ()), route)
@@ -120,24 +123,36 @@ class App(Starlette):
                         (time.perf_counter() - started) * 1000)
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
-        for route in self.hot.get(scope["method"], ()):
+        started = time.perf_counter()
+        method = scope["method"]
+        for route in self.hot.get(method, ()):
             match = route.pattern.fullmatch(scope["path"])
             if match is not None:
                 scope["app"] = self
                 scope["path_params"] = match.groupdict()
-                await self._serve(route, scope, receive, send, rid)
+                status = await self._serve(route, scope, receive, send, rid)
+                if self.http_metrics is not None:
+                    self.http_metrics.observe(route.path, method, status,
+                                              time.perf_counter() - started)
                 return
         header = (b"x-request-id", rid.encode())
+        answered = [500]  # unless the answer says otherwise (a bug that escaped)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", ()), header]
+                answered[0] = message["status"]
             await send(message)
 
-        await super().__call__(scope, receive, send_with_id)
+        try:
+            await super().__call__(scope, receive, send_with_id)
+        finally:
+            if self.http_metrics is not None:
+                self.http_metrics.observe(getattr(scope.get("route"), "path", UNMATCHED),
+                                          method, answered[0], time.perf_counter() - started)
 
     async def _serve(self, route: HotRoute, scope: Scope, receive: Receive, send: Send,
-                     rid: str) -> None:
+                     rid: str) -> int:
         policy = self.policy
         assert policy is not None
         request = Request(scope, receive)
@@ -152,6 +167,7 @@ class App(Starlette):
         policy.add_headers(response.raw_headers)
         response.raw_headers.append((b"x-request-id", rid.encode()))
         await response(scope, receive, send)
+        return response.status_code
 
     async def _handled(self, request: Request, exc: Exception) -> Response:
         """The answer Starlette's handlers give to ``exc`` (most specific class first)."""

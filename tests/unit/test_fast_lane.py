@@ -146,3 +146,35 @@ def test_the_access_log_has_one_line_per_request_with_its_id_when_on(
     assert record.getMessage().startswith("GET /things/missing 404 ")
     from onsale.kernel.logs import REQUEST_ID
     assert REQUEST_ID.get() is None  # the request's context, not the test's
+
+
+def test_each_request_is_counted_and_timed_by_route_template() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from onsale.kernel.http_metrics import HttpMetrics
+
+    registry = CollectorRegistry()
+    routes = [Route("/things/{key}", thing, methods=["GET", "POST"])]
+    app = App(routes=routes, exception_handlers=error_handlers(),
+              middleware=[security_middleware(None, POLICY)],  # type: ignore[arg-type]
+              hot=[HotRoute("/things/{key}", "GET", thing)], policy=POLICY,
+              http_metrics=HttpMetrics(registry))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        client.get("/things/a1")  # the fast lane
+        client.get("/things/b2")
+        client.post("/things/missing", headers={"Origin": "http://shop.example"})  # layered
+        client.get("/nothing/here")
+        client.get("/things/bug")
+
+    def count(route: str, method: str, status: str) -> float | None:
+        return registry.get_sample_value("onsale_http_request_duration_seconds_count",
+                                         {"route": route, "method": method,
+                                          "status": status})
+
+    assert count("/things/{key}", "GET", "200") == 2
+    assert count("/things/{key}", "POST", "404") == 1
+    assert count("unmatched", "GET", "404") == 1
+    assert count("/things/{key}", "GET", "500") == 1
+    assert registry.get_sample_value("onsale_http_request_duration_seconds_count",
+                                     {"route": "/things/a1", "method": "GET",
+                                      "status": "200"}) is None  # never the path itself
