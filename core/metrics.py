@@ -16,7 +16,7 @@ SHARDED = ("sweeper_backlog", "oldest_overdue", "swept_seats", "sweeper_errors",
            "reconcile_backlog", "oldest_unknown", "reconciled", "reconcile_errors",
            "outbox_backlog", "outbox_oldest_unpublished", "outbox_published",
            "outbox_relay_errors", "ga_rebalanced", "ga_rebalance_skipped",
-           "ga_rebalance_errors")
+           "ga_rebalance_errors", "event_sold", "event_held", "tickets_unreconciled")
 
 
 class _OneShard:
@@ -153,6 +153,19 @@ class Metrics:
         self.ga_rebalance_errors = Counter(
             "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed",
             ["shard"], registry=r,
+        )
+        self.event_sold = Gauge(
+            "onsale_event_sold", "Sold per event: kind=seats (seats SOLD), kind=places "
+            "(GA places of confirmed orders); core/sale_figures.py, every 15 s",
+            ["shard", "event", "kind"], registry=r,
+        )
+        self.event_held = Gauge(
+            "onsale_event_held_seats", "Seats in a hold or in payment, per event",
+            ["shard", "event"], registry=r,
+        )
+        self.tickets_unreconciled = Gauge(
+            "onsale_tickets_unreconciled_orders", "Orders paid over a minute ago (within a "
+            "day) whose tickets do not number their seats and places", ["shard"], registry=r,
         )
         self._families = {name: getattr(self, name) for name in SHARDED}
         self._bind("1")

@@ -1,6 +1,6 @@
 """The background loops of every shard (docs/scaling.md#routing): the expiry sweeper,
-the GA quota plane, the payment reconciler, the outbox relay and the failover resume
-(core/failover.py) each run once per
+the GA quota plane, the sale figures (core/sale_figures.py), the payment reconciler, the
+outbox relay and the failover resume (core/failover.py) each run once per
 shard, on a pool of that shard, so a shard that is down stops only its own loops and
 each one's work is one transaction on one shard. A shard listed later gets its loops
 within ``SUPERVISE_SECONDS`` (the placement reload opens its request pool first).
@@ -25,6 +25,7 @@ from onsale.core.metrics import Metrics
 from onsale.core.outbox_relay import run_relay
 from onsale.core.payments import Payments
 from onsale.core.reconciler import run_reconciler
+from onsale.core.sale_figures import run_sale_figures
 from onsale.core.sweeper import run_sweeper
 from onsale.core.tickets import run_ticket_consumer
 from onsale.kernel.config import Settings
@@ -90,6 +91,8 @@ class ShardLoops:
                                 name=f"onsale-sweeper-{shard_id}"),
             asyncio.create_task(run_quota_plane(pool, metrics, s.ga_rebalance_interval),
                                 name=f"onsale-ga-quota-{shard_id}"),
+            asyncio.create_task(run_sale_figures(pool, metrics),
+                                name=f"onsale-sale-figures-{shard_id}"),
         ]
         payments = (p.payments.on(self.shards.pools[shard_id], metrics)
                     if p.payments is not None else None)
