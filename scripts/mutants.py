@@ -72,7 +72,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     f"{FUNCTIONS}/onsale_sweep.sql": _EXPIRY,
     f"{FUNCTIONS}/onsale_expire_hold.sql": _EXPIRY,
     f"{FUNCTIONS}/onsale_hold.sql": _HOLDS,
-    f"{FUNCTIONS}/onsale_hold_best.sql": _HOLDS,
+    f"{FUNCTIONS}/onsale_hold_best.sql": (f"{IT}/test_hold_best_paths.py", *_HOLDS),
     f"{FUNCTIONS}/onsale_hold_commit.sql": _HOLDS,
     f"{FUNCTIONS}/onsale_hold_limit.sql": (f"{IT}/test_hold_limits.py", *_HOLDS[:2]),
     f"{FUNCTIONS}/onsale_hold_prelude.sql": _HOLDS,
