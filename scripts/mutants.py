@@ -84,7 +84,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     f"{FUNCTIONS}/onsale_payment_apply.sql": _PAYMENT,
     f"{FUNCTIONS}/onsale_payment_abandon.sql": _PAYMENT,
     f"{FUNCTIONS}/onsale_release_paid_hold.sql": _PAYMENT,
-    f"{FUNCTIONS}/onsale_ga_hold.sql": _GA,
+    f"{FUNCTIONS}/onsale_ga_hold.sql": (f"{IT}/test_ga_hold_function_paths.py", *_GA),
     f"{FUNCTIONS}/onsale_ga_hold_batch.sql": (f"{IT}/test_ga_batch.py", *_GA[:2]),
     f"{FUNCTIONS}/onsale_ga_take.sql": (f"{IT}/test_ga_take_paths.py", *_GA),
     f"{FUNCTIONS}/onsale_ga_move.sql": (f"{IT}/test_ga_move_locks.py", *_GA),
