@@ -65,6 +65,7 @@ _EXPIRY = (f"{IT}/test_expiry.py", f"{IT}/test_expiry_function_paths.py",
 _HOLDS = (f"{IT}/test_hold_neighbours.py", f"{IT}/test_hold_function_paths.py",
           f"{IT}/test_holds_api.py", f"{IT}/test_expiry.py", f"{IT}/test_hold_limits.py")
 _PAYMENT = (f"{IT}/test_payment_paths.py", f"{IT}/test_checkout_function_paths.py",
+            f"{IT}/test_payment_apply_paths.py",
             f"{IT}/test_payment_apply.py",
             f"{IT}/test_ga_expiry.py", f"{IT}/test_checkout.py", f"{IT}/test_ga_checkout.py")
 _GA = (f"{IT}/test_ga_expiry.py", f"{IT}/test_ga_holds.py", f"{IT}/test_ga_batch.py",
