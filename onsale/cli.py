@@ -718,6 +718,50 @@ def cmd_event_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_event_list(args: argparse.Namespace) -> int:
+    from onsale.core.event_report import event_list, list_text
+
+    async def run(url: str) -> list[dict[str, Any]]:
+        conn = await _connect(url)
+        try:
+            return await event_list(conn, args.limit)
+        finally:
+            await conn.close()
+
+    try:
+        with database_url() as url:
+            rows = asyncio.run(run(url))
+    except Exception as exc:  # an outage or a bad URL: exit 2
+        print(f"onsale event list: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(rows, indent=2) if args.json else list_text(rows))
+    return 0
+
+
+def cmd_event_show(args: argparse.Namespace) -> int:
+    from onsale.core.event_report import event_show, show_text
+
+    async def run(url: str) -> dict[str, Any] | None:
+        conn = await _connect(url)
+        try:
+            return await event_show(conn, args.event_id, _connect)
+        finally:
+            await conn.close()
+
+    try:
+        with database_url() as url:
+            doc = asyncio.run(run(url))
+    except Exception as exc:  # an outage or a bad URL: exit 2
+        print(f"onsale event show: {exc}", file=sys.stderr)
+        return 2
+    if doc is None:
+        print(f"onsale event show: no event {args.event_id} (onsale event list)",
+              file=sys.stderr)
+        return 1
+    print(json.dumps(doc, indent=2) if args.json else show_text(doc))
+    return 0
+
+
 def cmd_event_move(args: argparse.Namespace) -> int:
     """Exit 0: moved (or there already); 2: refused or failed, the reason on stderr."""
     from onsale.kernel.problems import Problem
@@ -871,6 +915,16 @@ def parser() -> argparse.ArgumentParser:
                         help="the shard to place it on (default: the active shard with the "
                              "fewest events on sale; docs/scaling.md)")
     create.set_defaults(func=cmd_event_create)
+    listing = event_sub.add_parser("list", help="the events the directory lists, newest "
+                                   "first, with their shard")
+    listing.add_argument("--limit", type=int, default=100)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=cmd_event_list)
+    show = event_sub.add_parser("show", help="one event: its settings, and its seats and GA "
+                                "places as its shard holds them")
+    show.add_argument("event_id", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_event_show)
     move = event_sub.add_parser("move", help="move an event to another shard before its "
                                 "queue opens (docs/scaling.md)")
     move.add_argument("event_id", type=int)

@@ -64,6 +64,28 @@ async def test_migrate_event_create_and_audit(db_url: str, conn: Any) -> None:
     assert sold["rows"][0]["seat_id"] == 3 and sold["rows"][0]["event_id"] == event_id
 
 
+async def test_event_list_and_show(db_url: str, conn: Any) -> None:
+    env = env_for(db_url)
+    created = run("event", "create", "--name", "List night", "--seats", "30",
+                  "--ga-tier", "Floor:5000:40:2", env=env)
+    assert created.returncode == 0, created.stderr
+    event_id = int(created.stdout.strip())
+    await conn.execute("UPDATE seat_inventory SET status = 'SOLD', order_id = gen_random_uuid()"
+                       " WHERE event_id = $1 AND seat_id IN (1, 2)", event_id)
+    listed = json.loads(run("event", "list", "--json", env=env).stdout)
+    mine = next(r for r in listed if r["event_id"] == event_id)
+    assert (mine["name"], mine["seat_count"], mine["shard_id"]) == ("List night", 30, 1)
+    assert "List night" in run("event", "list", env=env).stdout
+    shown = json.loads(run("event", "show", str(event_id), "--json", env=env).stdout)
+    assert shown["seats"] == {"AVAILABLE": 28, "SOLD": 2}
+    assert [(t["name"], t["available"], t["capacity"]) for t in shown["ga_tiers"]] == [
+        ("Floor", 40, 40)]
+    text = run("event", "show", str(event_id), env=env).stdout
+    assert "seats (30): available 28, sold 2" in text and "GA tier 1 Floor" in text
+    missing = run("event", "show", "999999", env=env)
+    assert missing.returncode == 1 and "no event 999999" in missing.stderr
+
+
 def test_version_and_config_check(db_url: str) -> None:
     version = run("--version", env=env_for(db_url))
     assert version.returncode == 0 and version.stdout.startswith("onsale ")
