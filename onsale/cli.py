@@ -762,6 +762,19 @@ def cmd_event_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_queue(args: argparse.Namespace) -> int:
+    from onsale.queue_cli import QueueCommandError, admin_token, queue_command, status_text
+
+    try:
+        token = admin_token(dict(os.environ), data_dir())
+        doc = queue_command(args.queue_command, args.event_id, args.url, token)
+    except QueueCommandError as exc:
+        print(f"onsale queue {args.queue_command}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(doc, indent=2) if args.json else status_text(doc))
+    return 0
+
+
 def cmd_event_move(args: argparse.Namespace) -> int:
     """Exit 0: moved (or there already); 2: refused or failed, the reason on stderr."""
     from onsale.kernel.problems import Problem
@@ -857,6 +870,20 @@ def parser() -> argparse.ArgumentParser:
                       "if it would not start")
     config_check.add_argument("--role", required=True, choices=(*ROLES, "dev"))
     config_check.set_defaults(func=cmd_config_check)
+
+    queue = sub.add_parser("queue", help="an event's waiting room, through the edge's "
+                           "operator API (docs/edge.md#operator-api)")
+    queue_sub = queue.add_subparsers(dest="queue_command", required=True)
+    for action, text in (("status", "its figures and controller"),
+                         ("pause", "stop admitting (visitors keep their place)"),
+                         ("resume", "admit again, from the controller's minimum rate")):
+        one = queue_sub.add_parser(action, help=text)
+        one.add_argument("event_id", type=int)
+        one.add_argument("--url", default=os.environ.get("ONSALE_PUBLIC_URL")
+                         or "http://127.0.0.1:8000",
+                         help="an edge (or onsale dev); default ONSALE_PUBLIC_URL")
+        one.add_argument("--json", action="store_true")
+        one.set_defaults(func=cmd_queue)
 
     shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
     shard_sub = shard.add_subparsers(dest="shard_command", required=True)

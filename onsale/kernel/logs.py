@@ -174,6 +174,8 @@ def configure(role: str, settings: LogSettings, *, default_format: str = "text",
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    for chatty in ("httpx", "httpcore"):  # a line per request of their own at INFO
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
     pool = logging.getLogger("asyncpg.pool")  # a line and a traceback per retry otherwise
     if not any(isinstance(f, OncePerRun) for f in pool.filters):
         pool.addFilter(OncePerRun())
