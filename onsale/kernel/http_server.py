@@ -79,11 +79,13 @@ def _small_answers_only(send: Any, ledger: UnsentLedger) -> Any:
     return guarded
 
 
-def uvicorn_config(app: Any, host: str, port: int, limits: HttpLimits, **extra: Any) -> Any:
-    """A ``uvicorn.Config`` with onsale's protocol and limits (``extra`` passes through)."""
+def uvicorn_config(app: Any, host: str, port: int, limits: HttpLimits, *, counted: bool = True,
+                   **extra: Any) -> Any:
+    """A ``uvicorn.Config`` with onsale's protocol and limits (``extra`` passes through);
+    ``counted``: its unsent bytes in ``/metrics`` (the public listeners')."""
     import uvicorn
 
-    ledger = UnsentLedger(limits.max_unsent_bytes)
+    ledger = UnsentLedger(limits.max_unsent_bytes, counted=counted)
     return uvicorn.Config(
         RequestLimit(app, limits.max_requests, ledger), host=host, port=port,
         http=protocol_class(limits, ledger), timeout_keep_alive=limits.keepalive_timeout,  # type: ignore[arg-type]

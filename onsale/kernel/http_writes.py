@@ -60,12 +60,15 @@ HIGH_WATER = 32 * 1024   # the transport's high-water mark (low water: a quarter
 class UnsentLedger:
     """The bytes a server holds for peers that have not read them yet."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, *, counted: bool = True) -> None:
+        """``counted``: in the process's ``/metrics`` (not the ops listener's own ledger,
+        whose scrapes would count themselves)."""
         self.cap = cap
         self.total = 0
         self.aborted = 0     # connections aborted past their write deadline
         self.refused = 0     # large answers refused at the cap
-        LEDGERS.append(self)
+        if counted:
+            LEDGERS.append(self)
 
     def over(self) -> bool:
         return self.total >= self.cap

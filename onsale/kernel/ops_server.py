@@ -39,9 +39,9 @@ async def ops_listener(app: Any, host: str, port: int, limits: HttpLimits
     """The ops listener for the length of a block; a port that cannot be bound ends the
     process at start-up (uvicorn logs why)."""
     server = OpsServer(uvicorn_config(
-        Listener(app, OPS), host, port, limits, log_level="warning", access_log=False,
-        log_config=None, lifespan="off", proxy_headers=False, server_header=False,
-        date_header=False))
+        Listener(app, OPS), host, port, limits, counted=False, log_level="warning",
+        access_log=False, log_config=None, lifespan="off", proxy_headers=False,
+        server_header=False, date_header=False))
     task = asyncio.create_task(server.serve(), name="onsale-ops-listener")
     await server.ready.wait()
     if not server.started:
