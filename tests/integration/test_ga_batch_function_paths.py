@@ -2,8 +2,9 @@
 (docs/invariants.md#mutation-testing): the sale opening at exactly its time, a decoy
 event whose tier has the same number, elements asking too much, exactly what is left,
 nothing, or exactly the most a hold may, expired holds of the tier (and others' that are
-not), one key text of two accounts, both account limits in every hold state, and the
-lock wait each element reports."""
+not), one key text of two accounts on both paths, both account limits in every hold
+state and across tiers, the stripe locked and the buckets changed, and the lock wait
+each element reports."""
 
 from __future__ import annotations
 
@@ -177,3 +178,75 @@ async def test_the_stripe_is_this_tiers_and_only_it_is_taken_from(api: Api, conn
     assert made["status"] == 201 and made["wait"] > 0
     assert await conn.fetchval("SELECT available FROM ga_buckets WHERE event_id = $1",
                                decoy) == 20
+
+
+async def test_a_refusal_at_once_replays_only_the_accounts_own_key(api: Api, conn: Any) -> None:
+    """Sold out, so the element is judged before any lock: bob's key text is alice's,
+    with the same request digest, and still bob is told there is nothing left."""
+    event_id = await api.create_event(seats=0, ga_tiers=[tier("Floor", 5000)])
+    alice, bob = await api.account(conn), await api.account(conn)
+    [first] = await batch(conn, event_id, [(alice, 1)], keys=["shared"])
+    assert first["status"] == 201
+    await conn.execute("UPDATE ga_buckets SET available = 0, sold = sold + available "
+                       "WHERE event_id = $1", event_id)
+    [refused] = await batch(conn, event_id, [(bob, 1)], keys=["shared"])
+    assert (refused["status"], refused["replayed"]) == (409, False), refused
+    assert refused["body"]["code"] == "sold_out"
+    [again] = await batch(conn, event_id, [(alice, 1)], keys=["shared"])  # alice's own
+    assert again["replayed"] and again["body"] == first["body"] and again["wait"] == 0
+
+
+async def test_the_tier_limit_counts_this_tiers_holds_and_only_its_buckets_change(
+        api: Api, conn: Any) -> None:
+    """Alice holds 2 of the Balcony; the Floor's own limit of 2 still lets her take 2
+    there, and the Balcony's stripe of the same number keeps its places. In one batch,
+    a replay of a made hold reports no lock wait, the new hold beside it does."""
+    event_id = await api.create_event(
+        seats=0, ga_tiers=[tier("Floor", 5000, max_per_account=2), tier("Balcony", 3000)],
+        max_tickets_per_account=10)
+    alice, bob = await api.account(conn), await api.account(conn)
+    [balcony] = await batch(conn, event_id, [(alice, 2)], tier_id=2, keys=["b"])
+    assert balcony["status"] == 201
+    [floor] = await batch(conn, event_id, [(alice, 2)], keys=["f"])
+    assert floor["status"] == 201, floor
+    buckets = await conn.fetch("SELECT tier_id, available, held FROM ga_buckets "
+                               "WHERE event_id = $1 ORDER BY tier_id", event_id)
+    assert [tuple(b) for b in buckets] == [(1, 18, 2), (2, 18, 2)]
+    replay, made = await batch(conn, event_id, [(alice, 2), (bob, 1)], keys=["f", "g"])
+    assert replay["replayed"] and replay["status"] == 201 and replay["wait"] == 0
+    assert made["status"] == 201 and not made["replayed"] and made["wait"] > 0
+
+
+async def test_the_locked_stripe_is_the_one_the_hold_takes_from(api: Api, conn: Any) -> None:
+    """Two stripes, one full: an element either lands on the free stripe (201, its
+    places from there) or is sent to the spread stage untouched, the full stripe's
+    version unchanged. Each try is rolled back; both outcomes must be seen."""
+    event_id = await api.create_event(seats=0, ga_tiers=[tier("Floor", 5000, capacity=10,
+                                                              stripes=2)])
+    await conn.execute("UPDATE ga_buckets SET available = 0, sold = 5 "
+                       "WHERE event_id = $1 AND stripe = 0", event_id)
+    async def buckets() -> dict[int, tuple[int, int]]:
+        return {s: (a, v) for s, a, v in await conn.fetch(
+            "SELECT stripe, available, version FROM ga_buckets WHERE event_id = $1",
+            event_id)}
+
+    before = await buckets()
+    seen = set()
+    for _ in range(40):
+        tr = conn.transaction()
+        await tr.start()
+        try:
+            [r] = await batch(conn, event_id, [(await api.account(conn), 1)])
+            rows = await buckets()
+            if r["status"] == 201:
+                stripe = await conn.fetchval("SELECT stripe FROM ga_hold_places "
+                                             "WHERE hold_id = $1",
+                                             uuid.UUID(r["body"]["hold_id"]))
+                assert stripe == 1 and rows[1][0] == 4
+            else:
+                assert r["status"] == 0, r
+                assert rows == before, rows
+            seen.add(r["status"])
+        finally:
+            await tr.rollback()
+    assert seen == {0, 201}

@@ -137,6 +137,9 @@ async def test_a_decline_before_the_deadline_returns_the_hold_for_another_card(
     await audit_clean(conn)
     again = await _begin(conn, p.hold_id, p.account)  # another card, the same order
     assert again["order_id"] == p.order_id
+    # the reused order's payment is in flight again, not left as the decline
+    places = ["HELD"] * 2 if ga else ["PAYMENT_PENDING"] * 2
+    assert await state(conn, p) == ("PAYMENT_PENDING", "PENDING", "PENDING", places)
     sold = await apply(conn, again["operation_id"], "AUTHORIZED", "pi_2")
     assert sold["order_status"] == "CONFIRMED"
     assert await state(conn, p) == ("CONFIRMED", "CONFIRMED", "AUTHORIZED", ["SOLD", "SOLD"])
