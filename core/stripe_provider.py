@@ -24,6 +24,7 @@ import stripe
 
 from onsale.core.payment_rules import ProviderAnswer
 from onsale.core.psp_client import SIMULATOR_HEADER, SIMULATOR_REFUSED
+from onsale.kernel import logs
 
 log = logging.getLogger("onsale.payments")
 
@@ -89,26 +90,53 @@ class StripeProvider:
 
     async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
                         currency: str, payment_method: str, return_url: str) -> ProviderAnswer:
+        # The checkout's request id and the admission's ride in the metadata, so the
+        # webhooks about this intent name the purchase (docs/operations.md#logs). Sent
+        # once per operation (the reconciler searches, it never creates again), so the
+        # idempotent replay's parameters cannot differ.
+        metadata = {"order_id": str(order_id), "operation_id": str(operation_id),
+                    **_trace(logs.current())}
         return await self._call(self.client.v1.payment_intents.create_async(
             params={"amount": amount_minor, "currency": currency.lower(),
                     "payment_method": payment_method, "capture_method": "manual",
-                    "confirm": True, "return_url": return_url,
-                    "metadata": {"order_id": str(order_id), "operation_id": str(operation_id)}},
-            options={"idempotency_key": str(operation_id)}))
+                    "confirm": True, "return_url": return_url, "metadata": metadata},
+            options=_options(str(operation_id))))
 
     async def capture(self, operation_id: uuid.UUID, intent_id: str) -> ProviderAnswer:
         return await self._call(self.client.v1.payment_intents.capture_async(
-            intent_id, options={"idempotency_key": str(operation_id)}))
+            intent_id, options=_options(str(operation_id))))
 
     async def cancel(self, operation_id: uuid.UUID, intent_id: str) -> ProviderAnswer:
         return await self._call(self.client.v1.payment_intents.cancel_async(
-            intent_id, options={"idempotency_key": str(operation_id)}))
+            intent_id, options=_options(str(operation_id))))
 
     async def retrieve(self, intent_id: str) -> ProviderAnswer:
-        return await self._call(self.client.v1.payment_intents.retrieve_async(intent_id))
+        return await self._call(self.client.v1.payment_intents.retrieve_async(
+            intent_id, options=_options()))
 
     async def find_by_operation(self, operation_id: uuid.UUID) -> ProviderAnswer:
         """Search by the metadata every authorization carries: answers whether the
         provider ever received it, without creating anything."""
         return await self._call(self.client.v1.payment_intents.search_async(
-            params={"query": f"metadata['operation_id']:'{operation_id}'"}))
+            params={"query": f"metadata['operation_id']:'{operation_id}'"},
+            options=_options()))
+
+
+# The ids of a purchase that travel with it to the provider and back.
+TRACE = ("request_id", "admission")
+
+
+def _trace(ids: Mapping[str, str]) -> dict[str, str]:
+    return {name: ids[name] for name in TRACE if name in ids}
+
+
+def _options(idempotency_key: str | None = None) -> Any:
+    """Request options: the idempotency key, and ``X-Request-ID`` when a request is in
+    hand (the provider's own logs then name it; Stripe ignores the header)."""
+    options: dict[str, Any] = {}
+    if idempotency_key is not None:
+        options["idempotency_key"] = idempotency_key
+    rid = logs.REQUEST_ID.get()
+    if rid is not None:
+        options["headers"] = {"X-Request-ID": rid}
+    return options

@@ -32,6 +32,7 @@ from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
 from onsale.core.state import core_state
 from onsale.kernel.db import Database
+from onsale.kernel.logs import bind, plausible_id
 from onsale.kernel.problems import Problem
 
 SIGNATURE_TOLERANCE_SECONDS = 300  # Stripe's default
@@ -64,6 +65,17 @@ def parse_event(raw: bytes) -> tuple[str, str, dict[str, Any], uuid.UUID | None]
     return event_id, event_type, obj, operation_id
 
 
+def purchase_ids(intent: dict[str, Any]) -> dict[str, str]:
+    """The ids of the purchase an intent's metadata names (the checkout's request id,
+    the admission's, the order), for this delivery's log lines."""
+    metadata = intent.get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    ids = {name: plausible_id(metadata.get(name)) for name in ("request_id", "admission",
+                                                              "order_id")}
+    return {name: value for name, value in ids.items() if value is not None}
+
+
 def webhook_shard(request: Request, authorize_id: uuid.UUID | None) -> Database:
     """Where a delivery is recorded and applied: the shard that made the operation its
     PaymentIntent's metadata names (the id carries its shard); the directory's (shard
@@ -94,6 +106,7 @@ async def receive_payment_webhook(request: Request) -> Response:
                       detail="The Stripe-Signature header does not prove that the provider "
                              "sent this payload (or it is older than 300 s).") from None
     event_id, event_type, intent, authorize_id = parse_event(raw)
+    bind(**purchase_ids(intent))  # the purchase's own ids, not this delivery's
     q = queries("payments")
     db = webhook_shard(request, authorize_id)
     payments = payments.on(db)

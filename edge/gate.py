@@ -36,6 +36,7 @@ from onsale.edge.tokens import (
 )
 from onsale.kernel.config import Settings
 from onsale.kernel.cookies import settings_cookie_policy
+from onsale.kernel.logs import bind
 from onsale.kernel.problems import Problem
 from onsale.kernel.valkey import RedisClient
 
@@ -87,6 +88,8 @@ class Gate:
                           detail="This account entered the sale on another device.")
         if self.marks is not None:
             self.marks.add(event_id, account, int(time.time() * 1000))
+        if admission.request_id is not None:
+            bind(admission=admission.request_id)
         return admission
 
     async def current_session(self, event_id: int, account: uuid.UUID,

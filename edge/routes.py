@@ -33,6 +33,7 @@ from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.auth import current_account, signed_account
 from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.logs import REQUEST_ID
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
 from onsale.kernel.timefmt import utc_iso
@@ -168,7 +169,7 @@ class View:
             self.body.update(state="elsewhere")
             return
         self.admission = edge.admissions.issue(config.event_id, ticket.account_id,
-                                               claimed.session_id)
+                                               claimed.session_id, REQUEST_ID.get())
         self.body.update(state="admitted", admission_token=self.admission)
 
 

@@ -52,6 +52,7 @@ class Admission:
     account_id: uuid.UUID
     session_id: str
     expires_at: int
+    request_id: str | None = None  # the edge request that admitted (a log field in core)
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,13 @@ class AdmissionCodec:
         self.ttl_seconds = ttl_seconds
         self._clock = clock
 
-    def issue(self, event_id: int, account_id: uuid.UUID, session_id: str) -> str:
+    def issue(self, event_id: int, account_id: uuid.UUID, session_id: str,
+              request_id: str | None = None) -> str:
         expires = int(self._clock()) + self.ttl_seconds
-        token: str = self._s.dumps([event_id, account_id.hex, session_id, expires])
+        fields: list[Any] = [event_id, account_id.hex, session_id, expires]
+        if request_id is not None:
+            fields.append(request_id)
+        token: str = self._s.dumps(fields)
         return token
 
     def decode(self, token: str | None) -> tuple[Verdict, Admission | None]:
@@ -98,11 +103,14 @@ class AdmissionCodec:
         if admission is None:
             try:
                 data: Any = self._check.loads(token)
-                event_id, account_hex, session_id, expires = data
-                if type(event_id) is not int or type(expires) is not int:
+                # four fields, or five with the admitting request's id (tokens issued
+                # before it was added stay valid until they expire)
+                event_id, account_hex, session_id, expires, *rest = data
+                if (type(event_id) is not int or type(expires) is not int or len(rest) > 1
+                        or (rest and not isinstance(rest[0], str))):
                     raise ValueError
                 admission = Admission(event_id, uuid.UUID(hex=account_hex), str(session_id),
-                                      expires)
+                                      expires, rest[0] if rest else None)
             except (BadSignature, ValueError, TypeError):
                 return Verdict.INVALID, None
             self._memo.put(token, admission)

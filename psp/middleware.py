@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from onsale.kernel.logs import REQUEST_ID, plausible_id
 from onsale.psp import errors, events, faults
 from onsale.psp.faults import FaultState
 
@@ -48,6 +49,10 @@ class SimulatorHeader:
 
         request_id = events.new_id("req")
         scope["psp.request_id"] = request_id
+        # The log lines of this request name the caller's X-Request-ID (core sends its
+        # request's), else the simulator's own id.
+        caller = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
+        REQUEST_ID.set(plausible_id(caller.decode("latin-1")) or request_id)
         extra = [SIMULATOR_HEADER, (b"request-id", request_id.encode()),
                  (b"stripe-version", events.API_VERSION.encode())]
 

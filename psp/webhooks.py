@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import time
@@ -15,6 +16,7 @@ from typing import Protocol
 
 import httpx
 
+from onsale.kernel.logs import plausible_id
 from onsale.psp import faults, signature
 from onsale.psp.config import PspConfig
 from onsale.psp.faults import WebhookFaults
@@ -135,13 +137,25 @@ class Dispatcher:
 
     async def _post(self, event: QueuedEvent) -> tuple[int | None, str | None]:
         header = signature.sign(self.config.webhook_secret, event.body, time.time())
+        headers = {"Content-Type": "application/json", signature.HEADER: header,
+                   "User-Agent": "onsale-psp-simulator", SIMULATOR_HEADER[0].decode(): "1"}
+        rid = purchase_request_id(event.body)
+        if rid is not None:  # the request that created the intent (core's checkout)
+            headers["X-Request-ID"] = rid
         try:
-            status = await self.poster.post(event.body, {
-                "Content-Type": "application/json", signature.HEADER: header,
-                "User-Agent": "onsale-psp-simulator", SIMULATOR_HEADER[0].decode(): "1"})
+            status = await self.poster.post(event.body, headers)
         except Exception as exc:  # refused, reset, timed out, not HTTP: a failed attempt
             return None, f"{type(exc).__name__}: {exc}"[:500]
         return status, None
+
+
+def purchase_request_id(body: bytes) -> str | None:
+    """The ``request_id`` in the metadata of the event's object, if it has one."""
+    try:
+        metadata = json.loads(body)["data"]["object"].get("metadata")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return plausible_id(metadata.get("request_id")) if isinstance(metadata, dict) else None
 
 
 class Post(Protocol):

@@ -30,7 +30,10 @@ from onsale.kernel.failures import OncePerRun
 from onsale.kernel.settings import ConfigError, Section, load, setting
 
 # The ids a line may carry, in the order the readable format shows them.
-FIELDS = ("request_id", "event_id", "account_id", "hold_id", "order_id", "shard")
+# ``admission``: the edge request that admitted the shopper, carried by the admission
+# token, so core's lines of a purchase name where it entered (docs/operations.md#logs).
+FIELDS = ("request_id", "admission", "event_id", "account_id", "hold_id", "order_id",
+          "shard")
 _VARS: dict[str, ContextVar[str | None]] = {
     name: ContextVar(f"onsale_log_{name}", default=None) for name in FIELDS}
 REQUEST_ID = _VARS["request_id"]
@@ -51,6 +54,14 @@ def request_id_from(raw: bytes | None) -> str:
     if raw is not None and _CLIENT_ID.fullmatch(raw):
         return raw.decode()
     return f"{_PREFIX}-{next(_COUNT):x}"
+
+
+def plausible_id(value: object) -> str | None:
+    """``value`` if it is an id a log line may carry as it is (one that came back from
+    elsewhere: a provider's metadata), else None."""
+    if isinstance(value, str) and _CLIENT_ID.fullmatch(value.encode()):
+        return value
+    return None
 
 
 def bind(**ids: object) -> list[Token[str | None]]:

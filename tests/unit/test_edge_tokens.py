@@ -126,3 +126,21 @@ def test_admission_keys_explicit_list_or_derived_from_the_secret() -> None:
     assert len(derived) == 1 and len(derived[0]) == 64
     assert derived != admission_keys("", "t" * 32)
     assert derived[0] != "s" * 32
+
+
+def test_a_token_names_the_request_that_admitted_and_older_tokens_still_pass() -> None:
+    codec = AdmissionCodec([KEY_A], 600, Clock())
+    verdict, admission = codec.check(codec.issue(42, ALICE, "s1", "edge-req-7"), 42, ALICE)
+    assert verdict is Verdict.VALID and admission is not None
+    assert admission.request_id == "edge-req-7"
+    verdict, admission = codec.check(codec.issue(42, ALICE, "s1"), 42, ALICE)  # as before
+    assert verdict is Verdict.VALID and admission is not None and admission.request_id is None
+
+
+@pytest.mark.parametrize("fields", [[42, ALICE.hex, "s1", 2_000_000, 7],
+                                    [42, ALICE.hex, "s1", 2_000_000, "r", "extra"],
+                                    [42, ALICE.hex, "s1"]])
+def test_a_signed_token_of_another_shape_is_invalid(fields: list[object]) -> None:
+    codec = AdmissionCodec([KEY_A], 600, Clock())
+    forged = codec._s.dumps(fields)  # signed with the real key: only the shape is wrong
+    assert codec.check(forged, 42, ALICE)[0] is Verdict.INVALID
