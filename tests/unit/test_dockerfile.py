@@ -357,10 +357,7 @@ def test_every_variable_in_the_deployment_page_is_read_by_the_code() -> None:
 
 
 def compose_file() -> dict[str, Any]:
-    blocks = re.findall(r"```yaml\n(.*?)```", DEPLOYMENT, re.S)
-    compose = [yaml.safe_load(b) for b in blocks if "services:" in b]
-    assert len(compose) == 1
-    doc: dict[str, Any] = compose[0]
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
     return doc
 
 
@@ -385,7 +382,7 @@ def stand_in(name: str) -> str:
 def onsale_services() -> dict[str, tuple[list[str], dict[str, str], dict[str, Any]]]:
     out = {}
     for name, service in compose_file()["services"].items():
-        if str(service.get("image", "")).startswith("onsale"):
+        if str(service.get("image", "")).startswith("onsale:"):
             out[name] = (service["command"], service_env(service), service)
     return out
 
@@ -435,7 +432,8 @@ def test_the_compose_example_starts_every_role_with_the_environment_it_needs() -
 
 def nginx_locations() -> tuple[list[tuple[str, str, str | None]], set[str]]:
     """(modifier, pattern, upstream or None for `return`) in order, and upstream names."""
-    (conf,) = re.findall(r"```nginx\n(.*?)```", DEPLOYMENT, re.S)
+    conf = "\n".join((ROOT / "deploy" / "nginx" / name).read_text()
+                     for name in ("upstreams.conf", "onsale.conf"))
     upstreams = set(re.findall(r"^upstream\s+(\w+)", conf, re.M))
     locations = []
     for m in re.finditer(r"location\s+(=|~\*|~|\^~)?\s*(\S+)\s*\{(.*?)\}", conf, re.S):
