@@ -67,7 +67,7 @@ class PaymentSettings(Section):
         "payments are configured its origin is in the pages' CSP `connect-src` "
         "([security](#security)). Leave it unset for Stripe; `onsale dev` and the tests "
         "point it at the simulator on `http://127.0.0.1`. A simulator on another host needs "
-        "`https://` in front of it ([deployment.md](deployment.md#example-docker-compose)). "
+        "`https://` in front of it ([deployment.md](deployment.md#docker-compose)). "
         "A bad value: `ONSALE_STRIPE_API_BASE must be https:// (got 'http://psp:8000'): "
         "plain http is accepted only on a loopback host …`",
         parse=lambda name, raw: raw.rstrip("/"),
