@@ -177,9 +177,10 @@ PATHS: dict[str, dict[str, Any]] = {
     "/metrics": {"get": {"summary": "Prometheus metrics",
                          "responses": {"200": {"description": "text/plain exposition"}}}},
     "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "alive"}}}},
-    "/readyz": {"get": {"summary": "Readiness (the directory's database reachable; "
-                                   "each other shard reported)",
-                        "responses": {"200": {"description": "ready, or degraded: a shard "
+    "/readyz": {"get": {"summary": "Readiness: each dependency (the directory's database, "
+                                   "each other shard, Valkey, the provider) asked now",
+                        "responses": {"200": {"description": "ready, or degraded: a "
+                                                             "dependency it can serve without "
                                                              "does not answer"},
                                       "503": problem("inventory_unavailable")}}},
     "/openapi.json": {"get": {"summary": "This document",

@@ -11,9 +11,7 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from onsale.core import accounts, checkout, events, ga_routes, holds, webhooks
 from onsale.core.ga_batch import GABatcher
@@ -23,30 +21,15 @@ from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
 from onsale.core.shard_loops import LoopParts, run_shard_loops
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
-from onsale.core.state import Admission, CoreState, core_state
+from onsale.core.state import Admission, CoreState
 from onsale.core.stripe_provider import StripeProvider
 from onsale.core.venues import running_venues
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
-from onsale.kernel.shards import shard_readiness
 from onsale.kernel.shared import Shared
 from onsale.kernel.tasks import stop_background
 from onsale.kernel.valkey import RedisClient
-
-
-async def readyz(request: Request) -> Response:
-    """Ready while the directory answers; each other shard is reported, and one that
-    does not answer leaves the process ready for the events of the others
-    (docs/scaling.md#a-shard-that-is-down)."""
-    state = core_state(request)
-    async with state.db.connection() as conn:
-        await conn.fetchval("SELECT 1")
-    if len(state.shards.pools) == 1:
-        return JSONResponse({"status": "ready"})
-    report = await shard_readiness(state.shards)
-    status = "ready" if all(v == "ok" for v in report.values()) else "degraded"
-    return JSONResponse({"status": status, "shards": report})
 
 
 def core_routes() -> list[BaseRoute]:
@@ -57,7 +40,6 @@ def core_routes() -> list[BaseRoute]:
         *ga_routes.routes,
         *checkout.routes,
         *webhooks.routes,
-        Route("/readyz", readyz, methods=["GET"]),
     ]
 
 

@@ -42,6 +42,7 @@ from onsale.kernel.openapi import ApiSpec, openapi_route
 from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
 from onsale.kernel.process import Needs, running_shared, unopened
 from onsale.kernel.security import security_middleware, security_policy
+from onsale.readiness import ProviderProbe, needed_by, readyz_route
 from onsale.roles import ROLES, SECRETLESS_ROLES
 from onsale.seatmap.config import SeatmapSettings
 from onsale.seatmap.metrics import SeatmapMetrics
@@ -118,7 +119,7 @@ def api_specs(tiers: Tiers) -> list[ApiSpec]:
                                   (tiers.seatmap, SEATMAP_API)) if on]
 
 
-def routes_for(tiers: Tiers) -> list[BaseRoute]:
+def routes_for(tiers: Tiers, settings: Settings) -> list[BaseRoute]:
     out: list[BaseRoute] = []
     if tiers.pages:
         out += page_routes()  # in front: /events/... pages before the API's paths
@@ -128,6 +129,12 @@ def routes_for(tiers: Tiers) -> list[BaseRoute]:
         out += edge_routes()
     if tiers.seatmap:
         out += seatmap_routes()
+    if not (tiers.capture and not tiers.seatmap and not tiers.core):  # cdc takes no traffic
+        provider = (ProviderProbe(settings.stripe_api_base)
+                    if tiers.core and settings.payments_configured else None)
+        needed = needed_by(core=tiers.core, edge=tiers.edge, seatmap=tiers.seatmap,
+                           capture=tiers.capture, background=tiers.background)
+        out.append(Route("/readyz", readyz_route(needed, provider), methods=["GET"]))
     if tiers.capture and not tiers.seatmap and not tiers.core:
         out.append(capture_health_route())
     elif tiers.seatmap and not tiers.core and not tiers.edge:
@@ -226,7 +233,7 @@ def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None
     registry = CollectorRegistry()
     for collector in (ProcessCollector, PlatformCollector, GCCollector):  # process_*, python_*
         collector(registry=registry)
-    routes = routes_for(tiers)
+    routes = routes_for(tiers, settings)
     if tiers.core or tiers.background or tiers.seatmap or tiers.capture or tiers.edge:
         routes.append(metrics_route(registry))
     handlers = error_handlers()

@@ -304,12 +304,13 @@ async def test_readiness_reports_each_shard_and_a_down_one_leaves_the_process_re
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
                 up = await client.get("/readyz")
                 assert up.status_code == 200
-                assert up.json() == {"status": "ready", "shards": {"1": "ok", "2": "ok"}}
+                assert up.json() == {"status": "ready",
+                                     "checks": {"database": "ok", "shard 2": "ok"}}
                 server.stop()
                 down = await client.get("/readyz")
                 assert down.status_code == 200
                 assert down.json() == {"status": "degraded",
-                                       "shards": {"1": "ok", "2": "unavailable"}}
+                                       "checks": {"database": "ok", "shard 2": "unavailable"}}
     finally:
         server.stop()
         shutil.rmtree(base, ignore_errors=True)

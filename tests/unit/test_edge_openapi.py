@@ -33,7 +33,7 @@ def test_the_edge_role_serves_its_document() -> None:
     app = build_app("edge", SETTINGS)
     assert [s.name for s in api_specs(tiers_for("edge", SETTINGS))] == ["edge"]
     assert served(app) - {("/healthz", "get"), ("/openapi.json", "get"),
-                          ("/metrics", "get")} == documented("edge")
+                          ("/metrics", "get"), ("/readyz", "get")} == documented("edge")
 
 
 def test_the_dev_app_serves_core_and_edge() -> None:

@@ -32,7 +32,7 @@ def test_the_seatmap_role_serves_its_document_and_the_websocket() -> None:
               for m in r.methods or () if m != "HEAD"}
     doc = document(api_specs(tiers_for("seatmap", SETTINGS)))
     documented = {(p, m) for p, item in doc["paths"].items() for m in item}
-    extra = {("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get")}
+    extra = {("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get"), ("/readyz", "get")}
     assert served - extra == documented
     assert [r.path for r in app.routes if isinstance(r, WebSocketRoute)] == [WS]
 
