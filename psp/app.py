@@ -21,10 +21,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from onsale.kernel.http_metrics import HttpMetrics
 from onsale.psp import errors, events, faults, form, idempotency, pages, params
 from onsale.psp.config import PspConfig
 from onsale.psp.errors import ApiError
 from onsale.psp.faults import FaultState
+from onsale.psp.metrics import Observed, registry_for
 from onsale.psp.middleware import BrowserTokenization, FaultMiddleware, SimulatorHeader
 from onsale.psp.service import Reply, Service
 from onsale.psp.store import Store
@@ -327,9 +329,12 @@ class PspApp(Starlette):
     own ``send`` (needed to drop a connection for ``lost_response``)."""
 
     fault_middleware: Callable[[Any], Any] | None = None
+    http_metrics: HttpMetrics | None = None
 
     def build_middleware_stack(self) -> Any:
-        stack = SimulatorHeader(BrowserTokenization(super().build_middleware_stack()))
+        stack: Any = SimulatorHeader(BrowserTokenization(super().build_middleware_stack()))
+        if self.http_metrics is not None:
+            stack = Observed(stack, self.http_metrics, self.routes)
         return self.fault_middleware(stack) if self.fault_middleware is not None else stack
 
 
@@ -364,6 +369,8 @@ def build_psp_app(config: PspConfig, *, clock: Callable[[], float] = time.time,
     ], exception_handlers={ApiError: _api_error, HTTPException: _http_error},
         lifespan=lifespan)
     app.state.sim = sim
+    # psp/metrics.py: served by `onsale psp` on ONSALE_PSP_METRICS_PORT when set
+    app.state.metrics_registry, app.http_metrics = registry_for(lambda: sim.service.stats())
     app.fault_middleware = lambda inner: FaultMiddleware(inner, config.secret_key,
                                                          lambda: sim.faults, sim.rng)
     return app

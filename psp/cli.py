@@ -35,15 +35,35 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def serve(app: Any, host: str, port: int, ready_message: str) -> None:
-    """Run uvicorn until Ctrl-C or SIGTERM; print ``ready_message`` once bound."""
+def serve(app: Any, host: str, port: int, ready_message: str,
+          metrics: tuple[str, int] | None = None) -> None:
+    """Run uvicorn until Ctrl-C or SIGTERM; print ``ready_message`` once bound. With
+    ``metrics`` (host, port), ``/metrics`` and ``/healthz`` answer there too."""
+    import contextlib
+
     import uvicorn
 
+    from onsale.kernel.ops_server import ops_listener
+    from onsale.psp.metrics import metrics_app
+
     class Server(uvicorn.Server):
+        metrics_stack: contextlib.AsyncExitStack | None = None
+
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
-            if self.started:
-                print(ready_message, flush=True)
+            if not self.started:
+                return
+            if metrics is not None:
+                self.metrics_stack = contextlib.AsyncExitStack()
+                await self.metrics_stack.enter_async_context(ops_listener(
+                    metrics_app(app.state.metrics_registry), *metrics,
+                    HttpLimits.from_env(os.environ), serves="/metrics, /healthz"))
+            print(ready_message, flush=True)
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            if self.metrics_stack is not None:
+                await self.metrics_stack.aclose()
+            await super().shutdown(sockets=sockets)
 
     # The stdlib loop, not uvloop: measured with bench/psp.py, uvloop was no faster here
     # while webhooks were flowing, let deliveries fall behind, and held the first
@@ -85,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     from onsale.psp.app import build_psp_app
 
     serve(build_psp_app(config), args.host, args.port,
-          f"onsale psp: serving on http://{args.host}:{args.port}/")
+          f"onsale psp: serving on http://{args.host}:{args.port}/",
+          (config.metrics_host, config.metrics_port) if config.metrics_port else None)
     print("onsale psp: stopped", flush=True)
     return 0
 

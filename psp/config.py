@@ -75,6 +75,12 @@ class PspConfig(Section):
         "(what the shopper's browser can reach).",
         parse=lambda name, raw: raw.strip().rstrip("/"),
         default_doc="`http://127.0.0.1:<port>`", range_doc="absolute `http(s)://` URL")
+    metrics_host: str = setting(
+        "127.0.0.1", "Where `/metrics` (and `/healthz`) answer when `ONSALE_PSP_METRICS_PORT` "
+        "is set ([metrics](#metrics)).")
+    metrics_port: int = setting(
+        0, "A second port for `/metrics` and `/healthz`; 0: none (the simulator is a test "
+        "tool; set it to scrape one under load).", lo=0, hi=65535)
     # Not from the environment: knobs for tests and benchmarks.
     webhook_timeout: float = 5.0
     webhook_backoff_base: float = 1.0

@@ -34,8 +34,8 @@ class OpsServer(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def ops_listener(app: Any, host: str, port: int, limits: HttpLimits
-                       ) -> Any:
+async def ops_listener(app: Any, host: str, port: int, limits: HttpLimits,
+                       serves: str = "/metrics, /readyz, /healthz, /openapi.json") -> Any:
     """The ops listener for the length of a block; a port that cannot be bound ends the
     process at start-up (uvicorn logs why)."""
     server = OpsServer(uvicorn_config(
@@ -46,8 +46,7 @@ async def ops_listener(app: Any, host: str, port: int, limits: HttpLimits
     await server.ready.wait()
     if not server.started:
         raise SystemExit(2)
-    print(f"ops listener on http://{host}:{port}/ (/metrics, /readyz, /healthz, "
-          "/openapi.json)", flush=True)
+    print(f"ops listener on http://{host}:{port}/ ({serves})", flush=True)
     try:
         yield server
     finally:

@@ -17,8 +17,8 @@ ONSALE = str(Path(sys.executable).parent / "onsale")
 KEY = "sk_test_psp_0123456789"
 
 
-def start(data_dir: Path, port: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "ONSALE_PSP_API_KEY": KEY}
+def start(data_dir: Path, port: int, **extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "ONSALE_PSP_API_KEY": KEY, **extra}
     for name in ("ONSALE_PSP_WEBHOOK_URL", "ONSALE_PSP_DATA_DIR", "ONSALE_PSP_PUBLIC_URL"):
         env.pop(name, None)
     return subprocess.Popen([ONSALE, "psp", "--port", str(port), "--data-dir", str(data_dir)],
@@ -90,3 +90,25 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = subprocess.run([ONSALE, "psp"], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr.count("\n")) == (2, 1)
     assert "ONSALE_PSP_WEBHOOK_SECRET is required" in done.stderr
+
+
+def test_metrics_answer_on_their_own_port_only(tmp_path: Path) -> None:
+    port, metrics_port = free_port(), free_port()
+    proc = start(tmp_path / "psp", port, ONSALE_PSP_METRICS_PORT=str(metrics_port))
+    try:
+        wait_for_line(proc, "serving on")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}",
+                          headers={"Authorization": f"Bearer {KEY}"}) as http:
+            made = http.post("/v1/payment_intents", headers={"Idempotency-Key": "op-m"}, data={
+                "amount": "100", "currency": "usd", "payment_method": "pm_card_visa",
+                "capture_method": "manual", "confirm": "true"})
+            assert made.status_code == 200, made.text
+            assert http.get("/metrics").status_code == 404  # not on the API's port
+        scraped = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+        assert 'onsale_psp_intents{status="requires_capture"} 1.0' in scraped
+        assert ('onsale_http_request_duration_seconds_count{method="POST",'
+                'route="/v1/payment_intents",status="200"} 1.0') in scraped
+        assert "process_cpu_seconds_total" in scraped
+    finally:
+        code, out = stop(proc)
+    assert code == 0, out

@@ -134,7 +134,9 @@ def test_promtool_accepts_the_rules_and_the_scrape_configuration() -> None:
     scraped = yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
     names = {n for job in scraped["scrape_configs"] for sd in job["dns_sd_configs"]
              for n in sd["names"]}
-    assert names == set(servers()), "every onsale server is scraped"
+    assert names == set(servers()) | {"psp"}, "every onsale server is scraped"
+    psp = compose_file()["services"]["psp"]["environment"]
+    assert psp["ONSALE_PSP_METRICS_PORT"] == "9000"
 
 
 def dashboard() -> dict[str, Any]:
