@@ -14,6 +14,7 @@ from onsale.core.event_rows import delete_rows, tables_on
 from onsale.core.event_spec import EventSpec
 from onsale.core.layout import generate, venue_document
 from onsale.core.queries import queries
+from onsale.kernel.progress import Progress, silent
 from onsale.kernel.shards import ShardSet
 
 log = logging.getLogger("onsale.events")
@@ -41,7 +42,7 @@ async def _prepare(spec: EventSpec) -> _Prepared:
 
 
 async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
-                       shard: Any = None) -> int:
+                       shard: Any = None, progress: Progress = silent) -> int:
     """Create an event; its id comes from the directory's events identity.
 
     ``shard`` None: the event lives in the directory's own database (shard 1), and
@@ -52,17 +53,22 @@ async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
     the draw's secret, the layout and the placement, which is the switch. A failure
     between the two deletes the shard's rows again; a crash there leaves them on the
     shard under an id no placement names and no other event will get.
+    ``progress`` hears of each of the four steps (layout, seats, catalogue, statistics).
     """
     p = await _prepare(spec)
     q = queries("events")
+    seats = f"{len(p.seats):,} seats"
     async with directory.transaction():
         event_id: int = await directory.fetchval(q["next_event_id"])
+        progress(f"event {event_id}: the venue layout", 0, 4)
         layout = await asyncio.to_thread(_venue, event_id, p.seats, _tiers(p.spec))
+        progress(f"event {event_id}: {seats}", 1, 4)
         if shard is None:
             await _write_definition(directory, event_id, p, layout)
         else:
             async with shard.transaction():
                 await _write_definition(shard, event_id, p, layout)
+            progress(f"event {event_id}: statistics", 2, 4)
             await _analyze(shard, event_id)
             try:
                 async with directory.transaction():  # a savepoint
@@ -72,10 +78,13 @@ async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
             except BaseException:
                 await _forget_on_shard(shard, event_id)
                 raise
+        progress(f"event {event_id}: the catalogue", 3 if shard is not None else 2, 4)
         if shard is None:
             await _write_catalogue(directory, event_id, p, shard_id)
     if shard is None:
+        progress(f"event {event_id}: statistics", 3, 4)
         await _analyze(directory, event_id)
+    progress(f"event {event_id}: done", 4, 4)
     return event_id
 
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onsale.kernel.progress import Progress, silent
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 FUNCTIONS_DIR = Path(__file__).parent / "sql" / "functions"
 SCHEMA_FILE = Path(__file__).parent / "schema.sql"
@@ -302,12 +304,13 @@ async def _run_step(conn: Any, step: Step, recorded: dict[str, str],
 
 async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
                   functions: Path = FUNCTIONS_DIR, *, shard_id: int = 1,
-                  holds_directory: bool = True) -> MigrateResult:
+                  holds_directory: bool = True, progress: Progress = silent) -> MigrateResult:
     """Apply pending migrations, then every function file that changed; refuse if an
     applied migration was edited. Then give the database its shard number, once
     (``shard_id``; a database that is already another shard is refused) and, where it
     ``holds_directory``, list it there as its own shard when the list is empty.
-    Returns what was applied."""
+    Returns what was applied; ``progress`` hears of each pending migration and then of
+    the function files."""
     result = MigrateResult()
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
     try:
@@ -335,11 +338,15 @@ async def migrate(conn: Any, directory: Path = MIGRATIONS_DIR,
             r["name"]: r["checksum"]
             for r in await conn.fetch("SELECT name, checksum FROM schema_functions")
         }
-        for m in pending:
+        total = len(pending) + 1  # and the function files, one step
+        for done, m in enumerate(pending):
+            progress(f"{m.version:04d}_{m.name}", done, total)
             present = await _present(conn) if m.requires else set()
             await _run_step(conn, migration_step(m, files, recorded, present), recorded, result)
+        progress("functions", total - 1, total)
         for step in function_steps(files, recorded, await _present(conn)):
             await _run_step(conn, step, recorded, result)
+        progress("done", total, total)
         gone = forgotten(recorded, files)
         if gone:
             await conn.execute("DELETE FROM schema_functions WHERE name = ANY ($1::text[])",

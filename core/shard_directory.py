@@ -11,6 +11,7 @@ from onsale.core.migrate import MigrateResult, MigrationError, migrate
 from onsale.core.queries import queries
 from onsale.kernel.placement import ShardRow, home_of_new_event, masked_dsn
 from onsale.kernel.problems import Problem
+from onsale.kernel.progress import Progress, silent
 
 Connect = Callable[[str], Awaitable[Any]]  # a DSN -> an open asyncpg connection
 
@@ -83,15 +84,21 @@ async def add_shard(directory: Any, dsn: str, connect: Connect) -> tuple[int, Mi
     return shard_id, applied
 
 
-async def migrate_shards(directory: Any, connect: Connect) -> dict[int, MigrateResult]:
+async def migrate_shards(directory: Any, connect: Connect,
+                         progress: Progress = silent) -> dict[int, MigrateResult]:
     """``onsale migrate`` past the directory: every other listed shard, in turn."""
     done: dict[int, MigrateResult] = {}
     for row in await directory.fetch(
             "SELECT shard_id, dsn FROM shards WHERE dsn <> '' ORDER BY shard_id"):
         conn = await connect(row["dsn"])
         try:
-            done[row["shard_id"]] = await migrate(conn, shard_id=row["shard_id"],
-                                                  holds_directory=False)
+            shard: int = row["shard_id"]
+
+            def told(what: str, n: int, of: int, s: int = shard) -> None:
+                progress(f"shard {s}: {what}", n, of)
+
+            done[shard] = await migrate(conn, shard_id=shard, holds_directory=False,
+                                        progress=told)
         finally:
             await conn.close()
     return done

@@ -53,6 +53,7 @@ from onsale.edge.queue_store import Fenced, QueueStore
 from onsale.edge.runtime import Edge
 from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.config import Settings
+from onsale.kernel.progress import crossed_tenth
 
 log = logging.getLogger("onsale.admitter")
 CONTROL_SECONDS = 2.0
@@ -197,6 +198,10 @@ class Admitter:
         order = draw_order(secret["seed"], [str(p) for p in recorded])
         for start in range(0, len(order), DRAW_CHUNK):
             await store.assign_draw(event_id, fence, start, order[start:start + DRAW_CHUNK])
+            given = min(start + DRAW_CHUNK, len(order))
+            if given < len(order) and crossed_tenth(start, given, len(order)):
+                log.info("event %s: the draw has given %d of %d places", event_id, given,
+                         len(order))
         await store.finish_draw(event_id, fence)
         self.edge.configs.forget(event_id)
         log.info("event %s: drew %d participants", event_id, len(order))

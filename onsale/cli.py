@@ -49,7 +49,9 @@ from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
 from onsale.kernel.ops_server import ops_listener
 from onsale.kernel.placement import masked_dsn
 from onsale.kernel.private_files import narrow_file, private_dir, write_private
+from onsale.kernel.progress import Progress, silent
 from onsale.kernel.settings import load
+from onsale.progress_view import shown
 from onsale.roles import ROLES, SECRETLESS_ROLES
 
 if TYPE_CHECKING:
@@ -116,12 +118,13 @@ async def _migrate(url: str) -> MigrateResult:
         await conn.close()
 
 
-async def _migrate_all(url: str) -> list[str]:
+async def _migrate_all(url: str, progress: Progress = silent) -> list[str]:
     """The directory (shard 1, when it is one), then every other listed shard."""
     conn = await _connect(url)
     try:
-        own = (await migrate(conn)).describe()
-        shards = await migrate_shards(conn, _connect)
+        own = (await migrate(conn, progress=lambda what, n, of: progress(
+            f"shard 1: {what}", n, of))).describe()
+        shards = await migrate_shards(conn, _connect, progress)
         if not shards:  # one database: the directory and shard 1
             return [own]
         lines = [f"directory: {own}"]
@@ -250,7 +253,7 @@ async def _audit(url: str, only: int | None = None, *, as_json: bool = False) ->
     return 1 if found else 0
 
 
-async def _seed(url: str, seats: int) -> tuple[int, bool]:
+async def _seed(url: str, seats: int, progress: Progress = silent) -> tuple[int, bool]:
     conn = await _connect(url)
     try:
         existing = await conn.fetchval(queries("events")["event_by_name"], DEMO_EVENT)
@@ -258,7 +261,7 @@ async def _seed(url: str, seats: int) -> tuple[int, bool]:
             return int(existing), False
         spec = await event_spec(conn, {"name": DEMO_EVENT, "seats": seats,
                                        "ga_tiers": [DEMO_GA_TIER]})
-        return await create_event(conn, spec), True
+        return await create_event(conn, spec, progress=progress), True
     finally:
         await conn.close()
 
@@ -276,7 +279,7 @@ async def event_spec(conn: Any, body: dict[str, Any]) -> EventSpec:
     )
 
 
-async def _create_event(url: str, body: dict[str, Any]) -> int:
+async def _create_event(url: str, body: dict[str, Any], progress: Progress = silent) -> int:
     """On the shard asked for, else the active one with the fewest events on sale
     (docs/scaling.md#placing-an-event)."""
     conn = await _connect(url)
@@ -284,10 +287,11 @@ async def _create_event(url: str, body: dict[str, Any]) -> int:
         spec = await event_spec(conn, body)
         home = await new_event_home(conn, spec.shard)
         if not home.dsn:  # the directory's own database
-            return await create_event(conn, spec)
+            return await create_event(conn, spec, progress=progress)
         shard = await _connect(home.dsn)
         try:
-            return await create_event(conn, spec, shard_id=home.shard_id, shard=shard)
+            return await create_event(conn, spec, shard_id=home.shard_id, shard=shard,
+                                      progress=progress)
         finally:
             await shard.close()
     finally:
@@ -528,7 +532,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
             shard_lines = []
         if shard_servers:
             shard_lines += asyncio.run(_dev_shards(settings.database_url, shard_servers))
-        event_id, created = asyncio.run(_seed(settings.database_url, args.seats))
+        with shown("onsale dev") as progress:
+            event_id, created = asyncio.run(_seed(settings.database_url, args.seats, progress))
         url = f"http://{args.host}:{args.port}/"
         print(f"onsale dev: {applied.describe()}")
         for line in shard_lines:
@@ -591,8 +596,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     try:
-        with database_url() as url:
-            lines = asyncio.run(_migrate_all(url))
+        with database_url() as url, shown("onsale migrate") as progress:
+            lines = asyncio.run(_migrate_all(url, progress))
     except Exception as exc:  # a migration error, an outage or a bad URL: exit 2
         print(f"onsale migrate: {exc}", file=sys.stderr)
         return 2
@@ -706,8 +711,8 @@ def cmd_event_create(args: argparse.Namespace) -> int:
     from onsale.kernel.problems import Problem
 
     try:
-        with database_url() as url:
-            event_id = asyncio.run(_create_event(url, body))
+        with database_url() as url, shown("onsale event create") as progress:
+            event_id = asyncio.run(_create_event(url, body, progress))
     except Problem as exc:
         print(f"onsale event create: {exc.detail}", file=sys.stderr)
         return 2

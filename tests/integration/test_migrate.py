@@ -447,6 +447,24 @@ async def test_concurrent_runs_apply_everything_once(pg: EmbeddedPostgres) -> No
     assert sorted(first.functions) == sorted(f.name for f in load_functions())
 
 
+async def test_a_migration_reports_each_step_and_a_second_run_only_the_end(
+        pg: EmbeddedPostgres) -> None:
+    url = await _new_db(pg, "schema_progress")
+    conn = await asyncpg.connect(url)
+    try:
+        steps: list[tuple[str, int, int]] = []
+        await migrate(conn, progress=lambda what, done, total: steps.append((what, done, total)))
+        names = [f"{m.version:04d}_{m.name}" for m in load_migrations()]
+        total = len(names) + 1
+        assert steps == [*((n, i, total) for i, n in enumerate(names)),
+                         ("functions", total - 1, total), ("done", total, total)]
+        again: list[tuple[str, int, int]] = []
+        await migrate(conn, progress=lambda what, done, total: again.append((what, done, total)))
+        assert again == [("functions", 0, 1), ("done", 1, 1)]
+    finally:
+        await conn.close()
+
+
 # --- the move to Stripe's protocol keeps earlier payments readable --------------------------
 
 async def test_payments_from_before_stripe_are_marked_and_stay_readable(
