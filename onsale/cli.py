@@ -819,12 +819,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from onsale.kernel.version import onsale_version
 
-    try:
-        return version("onsale")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
+    return onsale_version()
 
 
 def parser() -> argparse.ArgumentParser:

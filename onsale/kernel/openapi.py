@@ -11,6 +11,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from onsale.kernel.version import onsale_version
+
 
 def problem(*codes: str) -> dict[str, Any]:
     return {
@@ -86,7 +88,7 @@ def document(specs: Sequence[ApiSpec]) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "onsale API (" + " + ".join(s.name for s in specs) + ")",
-                 "version": "0.1.0"},
+                 "version": onsale_version()},
         "paths": with_refusals(paths, raw),
         "components": {
             "schemas": schemas,

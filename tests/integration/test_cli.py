@@ -95,6 +95,7 @@ async def test_event_list_and_show(db_url: str, conn: Any) -> None:
 def test_version_and_config_check(db_url: str) -> None:
     version = run("--version", env=env_for(db_url))
     assert version.returncode == 0 and version.stdout.startswith("onsale ")
+    assert version.stdout.split()[1][0].isdigit(), version.stdout  # the package's own
     env = {**env_for(db_url), "ONSALE_SECRET_KEY": "k" * 32, "ONSALE_ADMIN_TOKEN": "a" * 32,
            "ONSALE_QUEUE_RATE": "5"}
     ok = run("config", "check", "--role", "edge", env=env)
