@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from onsale.kernel.http_metrics import LocalCounter
+
 if TYPE_CHECKING:
     from onsale.edge.caches import StatusCache
     from onsale.edge.queue_store import QueueStore
@@ -33,25 +35,21 @@ TOTALS = ("joined", "admitted", "abandoned", "no_show", "expired", "revoked")
 
 class EdgeMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
+        self.requests = LocalCounter(  # a poll's own count: no lock (kernel/http_metrics.py)
             "onsale_queue_requests", "Joins (POST) and polls (GET) of the waiting room, by "
             "what they answered: the visitor's state (admitted, waiting, paused, prequeue, "
             "expired) or the problem's code (rate_limited: the 429s, pow_required, "
-            "queue_unavailable...)", ["kind", "outcome"], registry=registry)
+            "queue_unavailable...)", ["kind", "outcome"], registry)
         self.pow = Counter(
             "onsale_pow_verdicts", "Proofs of work checked at a join, by verdict (ok, "
             "pow_required, pow_invalid, pow_replayed)", ["verdict"], registry=registry)
-        self._children: dict[tuple[str, str], Any] = {}
         self.figures: dict[int, dict[str, Any]] = {}  # event -> QueueStore.figures()
         self.status: StatusCache | None = None
         registry.register(_QueueCollector(self))
 
     def answered(self, kind: str, outcome: str) -> None:
-        """One join or poll answered (the labelled child is looked up once)."""
-        child = self._children.get((kind, outcome))
-        if child is None:
-            child = self._children[(kind, outcome)] = self.requests.labels(kind, outcome)
-        child.inc()
+        """One join or poll answered."""
+        self.requests.inc(kind, outcome)
 
     async def refresh(self, store: QueueStore) -> None:
         """The counts of the events this process serves (one pipelined read each)."""
