@@ -233,6 +233,7 @@ class Viewer:
         self.initial: SeatMap | None = None  # the first snapshot it was sent
         self.initial_version: str | None = None
         self.kinds: list[str] = []  # every message's type, in order
+        self.messages: list[dict[str, Any]] = []  # and every message, decoded
         self.frames: list[tuple[str, str, SeatMap]] = []  # (from, to, state after)
         self.broken: list[str] = []  # deltas whose from did not match
         self.reloads: list[str] = []
@@ -278,6 +279,7 @@ class Viewer:
             self.binary += 1
         msg = json.loads(raw)
         self.kinds.append(msg["type"])
+        self.messages.append(msg)
         if msg["type"] == "snapshot":
             self.state = decode(raw.encode())
             self.version = msg["version"]

@@ -3,6 +3,7 @@ its tiers serve (each tier declares an ``ApiSpec``; the composition root merges 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,13 +77,48 @@ def with_refusals(paths: dict[str, Any], raw_body_paths: Sequence[str] = ()) -> 
     return out
 
 
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def operation_id(method: str, path: str) -> str:
+    """A stable id from the method and the path, unique because they are:
+    ``GET /api/events/{event_id}/queue`` -> ``getEventsByEventIdQueue``."""
+    words = []
+    for segment in path.strip("/").removeprefix("api/").split("/"):
+        if segment.startswith("{"):
+            words.append("By" + "".join(p.title() for p in segment.strip("{}").split("_")))
+        else:
+            words.append("".join(p.title() for p in re.split(r"[_.\-]", segment) if p))
+    return method.lower() + "".join(words)
+
+
+def area(path: str) -> str:
+    """The tag of a path: its first segment under /api (``ops`` for the operators'),
+    or ``service`` for the process's own (/healthz, /metrics)."""
+    parts = path.strip("/").split("/")
+    return parts[1] if parts[0] == "api" and len(parts) > 1 else "service"
+
+
+def _labelled(spec: ApiSpec) -> dict[str, Any]:
+    """The spec's operations, each with an ``operationId`` (unless it names one) and its
+    tags: the tier that serves it and its area."""
+    out: dict[str, Any] = {}
+    for path, item in spec.paths.items():
+        out[path] = {method: ({**op, "operationId": op.get("operationId")
+                               or operation_id(method, path),
+                               "tags": op.get("tags") or [spec.name, area(path)]}
+                              if method in _METHODS else op)
+                     for method, op in item.items()}
+    return out
+
+
 def document(specs: Sequence[ApiSpec]) -> dict[str, Any]:
     """The document of what an app serves (core, the edge, the seat map, or all in dev)."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {"Problem": PROBLEM_SCHEMA}
     raw: list[str] = []
     for spec in specs:
-        paths.update(spec.paths)
+        paths.update(_labelled(spec))
         schemas.update(spec.schemas)
         raw += spec.raw_body_paths
     return {
