@@ -5,6 +5,7 @@ import globals from "globals";
 
 export default [
   { ignores: ["node_modules/", ".venv/", ".typecheck/", ".onsale/", "build/", "dist/",
+              "web/static/vendor/",  // third-party files, vendored as published
               "e2e/artifacts/"] },
   js.configs.recommended,
   {

@@ -38,7 +38,7 @@ from onsale.kernel.fast_lane import App, HotRoute
 from onsale.kernel.http_limits import HttpLimits
 from onsale.kernel.http_metrics import HttpMetrics
 from onsale.kernel.metrics import metrics_route
-from onsale.kernel.openapi import ApiSpec, openapi_route
+from onsale.kernel.openapi import ApiSpec, openapi_route, reference_routes
 from onsale.kernel.ops_listener import PUBLIC, Listener, OpsSettings
 from onsale.kernel.process import Needs, running_shared, unopened
 from onsale.kernel.security import security_middleware, security_policy
@@ -58,6 +58,7 @@ from onsale.seatmap.tier import (
 )
 from onsale.web.page_errors import page_handlers
 from onsale.web.pages import page_routes
+from onsale.web.templating import HERE
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 
@@ -144,6 +145,9 @@ def routes_for(tiers: Tiers, settings: Settings) -> list[BaseRoute]:
     specs = api_specs(tiers)
     if specs:
         out.append(openapi_route(specs))
+    if tiers.pages:  # the reference of the whole public API, as one host serves it
+        out += reference_routes(api_specs(Tiers(core=True, edge=True, seatmap=True)),
+                                HERE / "static" / "api-reference.html")
     return out
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from onsale.kernel.version import onsale_version
@@ -141,3 +142,27 @@ def openapi_route(specs: Sequence[ApiSpec]) -> Route:
         return JSONResponse(body)
 
     return Route("/openapi.json", openapi, methods=["GET"])
+
+
+def public_document(specs: Sequence[ApiSpec]) -> dict[str, Any]:
+    """The document without the process's own paths (/metrics, /healthz, /readyz,
+    /openapi.json: the ops listener's), as the API reference shows it to anyone."""
+    doc = document(specs)
+    doc["paths"] = {p: item for p, item in doc["paths"].items() if area(p) != "service"}
+    doc["info"] = {**doc["info"], "title": "onsale API"}
+    return doc
+
+
+def reference_routes(specs: Sequence[ApiSpec], page: Path) -> list[Route]:
+    """``GET /api/reference``: the interactive reference (``page``, a static HTML file
+    that loads the vendored renderer), and the public document it renders."""
+    body = public_document(specs)
+
+    async def reference(request: Request) -> Response:
+        return FileResponse(page, media_type="text/html; charset=utf-8")
+
+    async def reference_document(request: Request) -> Response:
+        return JSONResponse(body)
+
+    return [Route("/api/reference", reference, methods=["GET"]),
+            Route("/api/reference/openapi.json", reference_document, methods=["GET"])]

@@ -43,8 +43,10 @@ def test_the_dev_app_serves_core_and_edge() -> None:
     pages = {(r.path_format, m.lower()) for r in page_routes() if isinstance(r, Route)
              for m in r.methods or () if m != "HEAD"}
     assert ("/", "get") in pages and ("/orders/{order_id}", "get") in pages
-    assert served(app) - pages - {("/healthz", "get"), ("/metrics", "get"),
-                                  ("/openapi.json", "get"), ("/readyz", "get")} == documented(
+    reference = {("/api/reference", "get"), ("/api/reference/openapi.json", "get")}
+    assert served(app) - pages - reference - {
+        ("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get"),
+        ("/readyz", "get")} == documented(
         "dev") - {("/healthz", "get"), ("/metrics", "get"), ("/openapi.json", "get"),
                   ("/readyz", "get")}
 
