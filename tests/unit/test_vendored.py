@@ -25,4 +25,5 @@ def test_swagger_ui_is_the_locked_package() -> None:
                      "swagger-ui-bundle.js.LICENSE.txt", "swagger-ui.css"]
     for name in files:
         assert (VENDOR / name).read_bytes() == (PACKAGE / name).read_bytes(), name
-    assert f"Swagger UI {version.rsplit('.', 1)[0]}" in (ROOT / "docs/api.md").read_text()
+    docs = " ".join((ROOT / "docs/api.md").read_text().split())
+    assert f"Swagger UI {version.rsplit('.', 1)[0]}" in docs  # the version the docs name
