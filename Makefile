@@ -8,8 +8,11 @@ BIN := $(VENV)/bin
 demo: $(VENV)/.installed
 	$(BIN)/onsale dev
 
+# The unit and integration tests, then the browser suite as QA runs it against staging:
+# against a separately started onsale, by its URL (scripts/e2e_remote.py, docs/qa.md).
 test: $(VENV)/.installed $(VENV)/ha/.installed lint test-js
-	$(BIN)/pytest
+	$(BIN)/pytest tests
+	$(BIN)/python scripts/e2e_remote.py
 
 # mypy and import-linter do not follow the editable install's import hook, so they read
 # the package as the wheel lays it out (pyproject.toml's package-dir): .typecheck/onsale,

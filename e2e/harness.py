@@ -1,5 +1,6 @@
-"""The end-to-end suite's harness: one real ``onsale dev`` (embedded PostgreSQL,
-Valkey and the payment provider simulator, all started by onsale itself) and
+"""The end-to-end suite's harness (docs/qa.md): the onsale under test, either one real
+``onsale dev`` started here (embedded PostgreSQL, Valkey and the payment provider
+simulator, all started by onsale itself) or a deployment named by ``--base-url``, and
 Debian's Chromium driven by Playwright. Missing prerequisites fail loudly."""
 
 from __future__ import annotations
@@ -42,16 +43,27 @@ def onsale_command() -> list[str]:
     return [str(script)]
 
 
+ADMIN_TOKEN_ENV = "ONSALE_E2E_ADMIN_TOKEN"  # the operator token of a remote onsale
+DEMO_EVENT_ENV = "ONSALE_E2E_DEMO_EVENT"    # its 50,000-seat event (else one is made)
+
+
 @dataclass
 class Onsale:
-    """A running ``onsale dev`` and the operator's view of it."""
+    """The onsale under test and the operator's view of it. ``process`` and ``data_dir``
+    are set only for the ``onsale dev`` this harness started (a local stack)."""
 
     base_url: str
     admin_token: str
-    data_dir: Path
-    process: subprocess.Popen[str]
     demo_event_id: int
+    process: subprocess.Popen[str] | None = None
+    data_dir: Path | None = None
     log: list[str] = field(default_factory=list)
+    # "__Host-onsale_session" where the cookies are Secure (https), as sign-up set it
+    cookie_name: str = "onsale_session"
+
+    @property
+    def local(self) -> bool:
+        return self.process is not None
 
     def http(self) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=30)
@@ -86,7 +98,11 @@ class Onsale:
                 time.sleep(float(r.headers.get("retry-after", "1")))
             if r.status_code != 201:
                 raise AssertionError(f"sign-up failed: {r.status_code} {r.text}")
-            cookie = c.cookies.get("onsale_session")
+            for name in ("onsale_session", "__Host-onsale_session"):
+                cookie = c.cookies.get(name)
+                if cookie:
+                    self.cookie_name = name
+                    break
         assert cookie, "sign-up set no session cookie"
         return email, password, cookie
 
@@ -136,8 +152,30 @@ def start_onsale(seats: int = 50_000) -> Onsale:
                   data_dir=data, process=process, demo_event_id=int(found.group(1)), log=log)
 
 
+def remote_onsale(base_url: str, env: dict[str, str] | None = None) -> Onsale:
+    """A deployed onsale at ``base_url``: its operator token from ONSALE_E2E_ADMIN_TOKEN
+    (required), its 50,000-seat event from ONSALE_E2E_DEMO_EVENT, or one made now."""
+    env = dict(os.environ) if env is None else env
+    token = env.get(ADMIN_TOKEN_ENV)
+    if not token:
+        raise RuntimeError(f"--base-url {base_url}: set {ADMIN_TOKEN_ENV} to the operator "
+                           "token of that onsale (docs/qa.md)")
+    with httpx.Client(base_url=base_url, timeout=30) as c:
+        try:
+            c.get("/api/events").raise_for_status()
+        except httpx.HTTPError as exc:
+            raise RuntimeError(f"--base-url {base_url} does not answer as onsale: {exc}") from exc
+    onsale = Onsale(base_url=base_url.rstrip("/"), admin_token=token, demo_event_id=0)
+    demo = env.get(DEMO_EVENT_ENV)
+    onsale.demo_event_id = int(demo) if demo else onsale.create_event(
+        name=f"E2E demo {uuid.uuid4().hex[:6]}", seats=50_000, queue_policy="fifo")
+    return onsale
+
+
 def stop_onsale(onsale: Onsale) -> None:
     """Ctrl-C, as a developer would: onsale stops its embedded servers itself."""
+    if onsale.process is None or onsale.data_dir is None:
+        return  # a remote onsale: not ours to stop
     if onsale.process.poll() is None:
         onsale.process.send_signal(signal.SIGINT)
         try:

@@ -15,7 +15,7 @@ Shot = Callable[[Page, str], Path]
 
 
 def signed_in(context: BrowserContext) -> bool:
-    return any(c["name"] == "onsale_session" for c in context.cookies())
+    return any(c["name"].removeprefix("__Host-") == "onsale_session" for c in context.cookies())
 
 
 def test_sign_up_sign_out_and_sign_in_again(

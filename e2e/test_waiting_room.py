@@ -29,7 +29,7 @@ def join_by_api(onsale: Onsale, event_id: int, body: Any = None) -> httpx.Respon
     """A new account joins through the API (someone ahead in the line)."""
     _, _, cookie = onsale.new_account()
     with onsale.http() as c:
-        c.cookies.set("onsale_session", cookie)
+        c.cookies.set(onsale.cookie_name, cookie)
         return c.post(f"/api/events/{event_id}/queue", json=body)
 
 
@@ -210,7 +210,7 @@ def test_shopping_on_another_device_is_explained_and_can_be_taken_back(
     devices = []
     for _ in range(2):  # one account, two browsers (devices): one session at a time
         context = new_context()
-        context.add_cookies([{"name": "onsale_session", "value": cookie,
+        context.add_cookies([{"name": onsale.cookie_name, "value": cookie,
                               "url": onsale.base_url}])
         devices.append(context.new_page())
     laptop, phone = devices
