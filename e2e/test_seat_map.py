@@ -114,9 +114,16 @@ def test_two_shoppers_race_for_one_seat(shopper: Shopper, onsale: Onsale, shot: 
         except PlaywrightError:  # navigating right now
             return False
 
+    def told(page: Page) -> bool:
+        """The seat went to the other shopper, and this page says so: its hold was refused
+        ("just taken"), or the live map took the seat away before its Hold went out
+        ("just took")."""
+        text = page.locator("#flash").inner_text()
+        return "taken" in text or "just took" in text
+
     def outcome() -> tuple[Page, Page] | None:
         for winner, loser in ((first, second), (second, first)):
-            if on_checkout(winner) and "taken" in loser.locator("#flash").inner_text():
+            if on_checkout(winner) and told(loser):
                 return winner, loser
         return None
 
