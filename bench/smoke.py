@@ -53,6 +53,7 @@ class Bench:
 
 BENCHES = (
     Bench("snapshot_size", ("snapshot.largest_realistic_gzip",)),
+    Bench("request_bodies", ("request_bodies.schema_us", "request_bodies.by_hand_us")),
     Bench("psp", ("psp.authorizations_per_s", "psp.duplicate_operations")),
     Bench("http_protocol", ("http.uvicorn_rps", "http.onsale_rps",
                             "http.onsale_pipelined_rps"), needs="wrk"),

@@ -10,38 +10,27 @@ processes (``core.signin_throttle``) and hash passwords in a bounded pool
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from onsale.core import request_bodies as bodies
 from onsale.core.passwords import Checked, check_password, dummy_hash, hash_password
 from onsale.core.queries import queries
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
-from onsale.kernel.inputs import json_object
+from onsale.kernel.bodies import read_body
 from onsale.kernel.problems import Problem
 from onsale.kernel.sessions import Sessions
 from onsale.kernel.shared import shared
 from onsale.kernel.timefmt import utc_iso
 
-EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-MIN_PASSWORD = 8
-MAX_PASSWORD = 256
 
-
-def parse_credentials(body: dict[str, Any]) -> tuple[str, str]:
-    email, password = body.get("email"), body.get("password")
-    if not isinstance(email, str) or len(email) > 254 or not EMAIL.match(email.strip()):
-        raise Problem(400, "invalid_email", detail="Enter an email address like name@example.com.")
-    if not isinstance(password, str) or not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        raise Problem(
-            400, "weak_password",
-            detail=f"Passwords need {MIN_PASSWORD} to {MAX_PASSWORD} characters.",
-        )
-    return email.strip(), password
+def credentials(body: bodies.Credentials) -> tuple[str, str]:
+    """The email address and password of a sign-up its Struct has checked."""
+    return body.email, body.password
 
 
 def _account_json(row: Any) -> dict[str, Any]:
@@ -75,7 +64,8 @@ async def _signed_in(request: Request, response: Response, account_id: Any) -> R
 
 
 async def sign_up(request: Request) -> Response:
-    email, password = parse_credentials(await json_object(request))
+    email, password = credentials(
+        await read_body(request, bodies.Credentials, bodies.SIGN_UP_CODES))
     throttle = core_state(request).throttle
     await throttle.attempt(client_host(request), email, sign_in=False)
     pool = core_state(request).passwords
@@ -90,11 +80,8 @@ async def sign_up(request: Request) -> Response:
 
 
 async def sign_in(request: Request) -> Response:
-    body = await json_object(request)
-    email, password = body.get("email"), body.get("password")
-    if not isinstance(email, str) or not isinstance(password, str) or len(email) > 254:
-        raise Problem(401, "bad_credentials")
-    email = email.strip()
+    body = await read_body(request, bodies.SignIn, bodies.SIGN_IN_CODES)
+    email, password = body.email.strip(), body.password[:bodies.MAX_PASSWORD]
     throttle = core_state(request).throttle
     await throttle.attempt(client_host(request), email, sign_in=True)
     db = core_state(request).db
@@ -103,7 +90,7 @@ async def sign_in(request: Request) -> Response:
         row = await conn.fetchrow(q["account_by_email"], email)
     stored: str | None = row["password_hash"] if row else None
     pool = core_state(request).passwords
-    checked = await pool.run(_check, password[:MAX_PASSWORD], stored)
+    checked = await pool.run(_check, password, stored)
     if row is None or not checked.ok:
         raise Problem(401, "bad_credentials")
     async with db.connection() as conn:

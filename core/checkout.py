@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from onsale.core import request_bodies as bodies
 from onsale.core.hold_store import refusals_as_problems
 from onsale.core.holds import hold_id_path, hold_shard, require_admission_for_hold
 from onsale.core.payment_state import OperationStatus
@@ -23,32 +24,18 @@ from onsale.core.queries import queries
 from onsale.core.read_model import order_document
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
+from onsale.kernel.bodies import convert, read_body
 from onsale.kernel.db import Database
-from onsale.kernel.inputs import idempotency_key, json_object, parse_uuid
+from onsale.kernel.inputs import idempotency_key, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
 
-_PAYMENT_METHOD_ID = re.compile(r"pm_[A-Za-z0-9_]{1,250}")
-# Twelve to nineteen digits, perhaps grouped by spaces or dashes: a card number (PAN).
-_CARD_LIKE = re.compile(r"(?:\d[ -]?){11,18}\d")
 
-
-def parse_payment_method(body: dict[str, Any]) -> str:
+def parse_payment_method(body: Mapping[str, Any]) -> str:
     """The PaymentMethod id the page got by tokenizing the card with the provider
-    (``pm_…``). Anything that looks like a card number is refused, and neither the
-    answer nor any log repeats it: card numbers never reach core."""
-    value = body.get("payment_method")
-    if isinstance(value, str) and _CARD_LIKE.search(value):
-        raise Problem(400, "invalid_payment_method",
-                      detail="Card numbers are not accepted here: tokenize the card with the "
-                             "payment provider and send its PaymentMethod id (pm_…).")
-    if not isinstance(value, str) or not _PAYMENT_METHOD_ID.fullmatch(value):
-        raise Problem(400, "invalid_payment_method",
-                      detail="payment_method must be a PaymentMethod id (pm_…).")
-    extra = set(body) - {"payment_method"}
-    if extra:
-        raise Problem(400, "invalid_request", detail=f"Unknown fields: {', '.join(sorted(extra))}.")
-    return value
+    (``pm_…``, the Struct's pattern). Anything else, a card number above all, is refused,
+    and neither the answer nor any log repeats it: card numbers never reach core."""
+    return convert(body, bodies.CheckoutRequest, bodies.CHECKOUT_CODES).payment_method
 
 
 def checkout_digest(secret: str, hold_id: uuid.UUID, payment_method: str) -> str:
@@ -71,7 +58,8 @@ async def post_checkout(request: Request) -> Response:
     account = await current_account(request)
     hold_id = hold_id_path(request)
     key = idempotency_key(request)
-    payment_method = parse_payment_method(await json_object(request))
+    payment_method = (await read_body(request, bodies.CheckoutRequest,
+                                      bodies.CHECKOUT_CODES)).payment_method
     await require_admission_for_hold(request, hold_id, account)  # the gate (docs/edge.md)
     payments = core_state(request).payments
     if payments is None:

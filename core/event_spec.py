@@ -1,22 +1,32 @@
-"""Pure validation of an event creation request (operators, tests, the demo)."""
+"""Pure validation of an event creation request (operators, tests, the demo): the
+``NewEvent`` Struct checks each field (core/request_bodies.py), this module what
+relates them and the defaults."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from msgspec import UnsetType
+
+from onsale.core import request_bodies as bodies
 from onsale.core.layout import DEFAULT_TIERS
+from onsale.core.request_bodies import (
+    MAX_GA_CAPACITY,
+    MAX_GA_TIERS,
+    MAX_PRICE_MINOR,
+    MAX_SEATS,
+    MAX_STRIPES,
+)
+from onsale.kernel.bodies import convert
 from onsale.kernel.problems import Problem
 
-MAX_SEATS = 500_000
-# Prices are paid through a card provider: at least one minor unit (free
-# tickets are not sold through checkout), and at most what a provider
-# accepts for six seats (Stripe-like providers cap one charge at 99,999,999).
-MAX_PRICE_MINOR = 99_999_999 // 6
-QUEUE_POLICIES = ("fifo", "random", "passthrough")
-MAX_RATE = 1_000_000
-MAX_CAP = 10_000_000
+T = TypeVar("T")
+__all__ = ["MAX_GA_CAPACITY", "MAX_GA_TIERS", "MAX_PRICE_MINOR", "MAX_SEATS", "MAX_STRIPES",
+           "EventSpec", "GATierSpec", "QueueSpec", "event_spec", "parse_event_spec",
+           "parse_ga_tiers", "parse_queue_spec", "queue_spec"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +41,6 @@ class QueueSpec:
     admission_rate_max: int = 6000
     active_cap: int = 10_000
     pow_difficulty: int = 0
-
-
-MAX_GA_TIERS = 10
-MAX_GA_CAPACITY = 1_000_000
-MAX_STRIPES = 64
 
 
 @dataclass(frozen=True)
@@ -72,143 +77,96 @@ def _bad(detail: str) -> Problem:
     return Problem(400, "invalid_request", detail=detail)
 
 
-def _int(body: dict[str, Any], name: str, default: int, lo: int, hi: int) -> int:
-    value = body.get(name, default)
-    if type(value) is not int or not lo <= value <= hi:
-        raise _bad(f"{name} must be an integer from {lo} to {hi}.")
-    return value
-
-
-def _time(body: dict[str, Any], name: str, default: datetime) -> datetime:
-    value = body.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise _bad(f"{name} must be an ISO 8601 time.")
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise _bad(f"{name} must be an ISO 8601 time.") from None
-    if parsed.tzinfo is None:
-        raise _bad(f"{name} must include a time zone (for example 'Z').")
-    return parsed
-
-
 def parse_event_spec(
-    body: dict[str, Any], *, default_ttl: int, default_limit: int, default_max_hold: int,
+    body: Mapping[str, Any], *, default_ttl: int, default_limit: int, default_max_hold: int,
     now: datetime | None = None,
 ) -> EventSpec:
+    """``event_spec`` of a body already parsed from JSON (the CLI's, the tests')."""
+    return event_spec(convert(body, bodies.NewEvent, bodies.EVENT_CODES),
+                      default_ttl=default_ttl, default_limit=default_limit,
+                      default_max_hold=default_max_hold, now=now)
+
+
+def _or(value: T | UnsetType, default: T) -> T:
+    return default if isinstance(value, UnsetType) else value
+
+
+def _checked_defaults(ttl: int, limit: int, max_hold: int) -> None:
+    """The server's defaults (settings) within the bounds a request's values have."""
+    convert({"name": "defaults", "hold_ttl_seconds": ttl, "max_tickets_per_account": limit,
+             "max_seats_per_hold": max_hold}, bodies.NewEvent, bodies.EVENT_CODES)
+
+
+def event_spec(
+    body: bodies.NewEvent, *, default_ttl: int, default_limit: int, default_max_hold: int,
+    now: datetime | None = None,
+) -> EventSpec:
+    """The event a checked ``NewEvent`` asks for, its defaults filled in."""
+    _checked_defaults(default_ttl, default_limit, default_max_hold)
     now = now or datetime.now(UTC)
-    name = body.get("name")
-    if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
-        raise _bad("name must be 1 to 200 characters.")
-    venue = body.get("venue_name", "Main Arena")
-    if not isinstance(venue, str) or not 1 <= len(venue.strip()) <= 200:
-        raise _bad("venue_name must be 1 to 200 characters.")
-    currency = body.get("currency", "USD")
-    if (not isinstance(currency, str) or len(currency) != 3
-            or not (currency.isascii() and currency.isalpha())):
-        raise _bad("currency must be a three-letter ISO 4217 code.")
-    raw_tiers = body.get("price_tiers")
-    if raw_tiers is None:
-        tiers = DEFAULT_TIERS
-    else:
-        if not isinstance(raw_tiers, list) or not 1 <= len(raw_tiers) <= 10:
-            raise _bad("price_tiers must be a list of 1 to 10 tiers.")
-        parsed: list[tuple[str, int]] = []
-        for tier in raw_tiers:
-            if (not isinstance(tier, dict) or not isinstance(tier.get("name"), str)
-                    or not 1 <= len(tier["name"].strip()) <= 50
-                    or type(tier.get("price_minor")) is not int
-                    or not 1 <= tier["price_minor"] <= MAX_PRICE_MINOR):
-                raise _bad("each price tier is {name, price_minor} with a 1-50 character name"
-                           f" and 1 <= price_minor <= {MAX_PRICE_MINOR}.")
-            parsed.append((tier["name"].strip(), tier["price_minor"]))
-        tiers = tuple(parsed)
-    onsale_at = _time(body, "onsale_at", now)
-    starts_at = _time(body, "starts_at", onsale_at + timedelta(days=30))
-    ga_tiers = parse_ga_tiers(body.get("ga_tiers"), default_max_hold)
+    tiers = (DEFAULT_TIERS if body.price_tiers is None
+             else tuple((t.name.strip(), t.price_minor) for t in body.price_tiers))
+    onsale_at = body.onsale_at or now
+    starts_at = body.starts_at or onsale_at + timedelta(days=30)
+    ga_tiers = parse_ga_tiers(body.ga_tiers, default_max_hold)
+    seats = _or(body.seats, 50_000)
+    if seats == 0 and not ga_tiers:  # general admission only: no seats at all
+        raise _bad("seats: expected `int` >= 1 (0 only for an event with ga_tiers).")
     return EventSpec(
-        name=name.strip(),
-        # General admission only: no seats at all.
-        seats=_int(body, "seats", 50_000, 0 if ga_tiers else 1, MAX_SEATS),
-        hold_ttl_seconds=_int(body, "hold_ttl_seconds", default_ttl, 1, 3600),
-        max_tickets_per_account=_int(body, "max_tickets_per_account", default_limit, 1, 100),
-        max_seats_per_hold=_int(body, "max_seats_per_hold", default_max_hold, 1, 100),
+        name=body.name.strip(),
+        seats=seats,
+        hold_ttl_seconds=_or(body.hold_ttl_seconds, default_ttl),
+        max_tickets_per_account=_or(body.max_tickets_per_account, default_limit),
+        max_seats_per_hold=_or(body.max_seats_per_hold, default_max_hold),
         onsale_at=onsale_at,
         starts_at=starts_at,
-        venue_name=venue.strip(),
-        currency=currency.upper(),
+        venue_name=_or(body.venue_name, "Main Arena").strip(),
+        currency=_or(body.currency, "USD").upper(),
         tiers=tiers,
-        queue=parse_queue_spec(body, QueueSpec(), onsale_at),
+        queue=queue_spec(body, QueueSpec(), onsale_at),
         ga_tiers=ga_tiers,
-        shard=parse_shard(body),
+        shard=body.shard,
     )
 
 
-def parse_shard(body: dict[str, Any]) -> int | None:
-    """``shard``: where the event goes (docs/scaling.md#placing-an-event); whether that
-    shard is listed and active is the directory's to say."""
-    value = body.get("shard")
-    if value is not None and (type(value) is not int or not 1 <= value <= 32767):
-        raise _bad("shard must be an integer from 1 to 32767.")
-    return value
-
-
-def parse_ga_tiers(raw: Any, default_max_hold: int) -> tuple[GATierSpec, ...]:
-    """``ga_tiers``: ``[{"name", "price_minor", "capacity", "stripes", "max_per_hold",
-    "max_per_account"}]``; the last three optional."""
+def parse_ga_tiers(raw: list[bodies.GATierRequest] | None,
+                   default_max_hold: int) -> tuple[GATierSpec, ...]:
+    """``ga_tiers``, checked: the names distinct, ``max_per_hold`` defaulting to the
+    event's ``max_seats_per_hold`` (at most 100)."""
     if raw is None:
         return ()
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_GA_TIERS:
-        raise _bad(f"ga_tiers must be a list of 1 to {MAX_GA_TIERS} tiers.")
-    tiers: list[GATierSpec] = []
-    for tier in raw:
-        if not isinstance(tier, dict):
-            raise _bad("each GA tier is an object.")
-        unknown = set(tier) - {"name", "price_minor", "capacity", "stripes", "max_per_hold",
-                               "max_per_account"}
-        if unknown:
-            raise _bad(f"unknown GA tier field(s): {', '.join(sorted(unknown))}.")
-        name = tier.get("name")
-        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 50:
-            raise _bad("a GA tier's name must be 1 to 50 characters.")
-        limit = tier.get("max_per_account")
-        if limit is not None and (type(limit) is not int or not 1 <= limit <= 100):
-            raise _bad("a GA tier's max_per_account must be an integer from 1 to 100.")
-        tiers.append(GATierSpec(
-            name=name.strip(),
-            price_minor=_int(tier, "price_minor", 0, 1, MAX_PRICE_MINOR),
-            capacity=_int(tier, "capacity", 0, 1, MAX_GA_CAPACITY),
-            stripes=_int(tier, "stripes", 1, 1, MAX_STRIPES),
-            max_per_hold=_int(tier, "max_per_hold", min(default_max_hold, 100), 1, 100),
-            max_per_account=limit,
-        ))
+    tiers = tuple(GATierSpec(
+        name=t.name.strip(), price_minor=t.price_minor, capacity=t.capacity,
+        stripes=t.stripes, max_per_hold=_or(t.max_per_hold, min(default_max_hold, 100)),
+        max_per_account=t.max_per_account) for t in raw)
     if len({t.name for t in tiers}) != len(tiers):
         raise _bad("GA tier names must be distinct.")
-    return tuple(tiers)
+    return tiers
 
 
-def parse_queue_spec(body: dict[str, Any], current: QueueSpec, onsale_at: datetime) -> QueueSpec:
+def parse_queue_spec(body: Mapping[str, Any], current: QueueSpec,
+                     onsale_at: datetime) -> QueueSpec:
+    """``queue_spec`` of a body already parsed from JSON."""
+    return queue_spec(convert(body, bodies.QueueSettings, bodies.QUEUE_SETTINGS_CODES),
+                      current, onsale_at)
+
+
+def queue_spec(body: bodies.QueueSettings, current: QueueSpec,
+               onsale_at: datetime) -> QueueSpec:
     """The waiting-room fields of ``body`` over ``current`` (creation: the
     defaults; an operator update: the event's settings)."""
-    policy = body.get("queue_policy", current.policy)
-    if policy not in QUEUE_POLICIES:
-        raise _bad(f"queue_policy must be one of {', '.join(QUEUE_POLICIES)}.")
-    prequeue_at = current.prequeue_at
-    if body.get("prequeue_at") is not None:
-        prequeue_at = _time(body, "prequeue_at", onsale_at)
+    prequeue_at = body.prequeue_at or current.prequeue_at
     if prequeue_at is not None and prequeue_at > onsale_at:
         raise _bad("prequeue_at must not be after onsale_at.")
-    rate_min = _int(body, "admission_rate_min", current.admission_rate_min, 1, MAX_RATE)
-    rate_max = _int(body, "admission_rate_max", current.admission_rate_max, 1, MAX_RATE)
+    rate_min = _or(body.admission_rate_min, current.admission_rate_min)
+    rate_max = _or(body.admission_rate_max, current.admission_rate_max)
     if rate_min > rate_max:
         raise _bad("admission_rate_min must not exceed admission_rate_max.")
     return QueueSpec(
-        policy=policy,
+        policy=_or(body.queue_policy, current.policy),
         prequeue_at=prequeue_at,
         admission_rate_min=rate_min,
         admission_rate_max=rate_max,
-        active_cap=_int(body, "active_cap", current.active_cap, 1, MAX_CAP),
-        pow_difficulty=_int(body, "pow_difficulty", current.pow_difficulty, 0, 32),
+        active_cap=_or(body.active_cap, current.active_cap),
+        pow_difficulty=_or(body.pow_difficulty, current.pow_difficulty),
     )

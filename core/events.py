@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from onsale.core import request_bodies as bodies
 from onsale.core.event_move import move_event
-from onsale.core.event_spec import parse_event_spec, parse_shard
+from onsale.core.event_spec import event_spec
 from onsale.core.event_store import create_event
 from onsale.core.queries import queries
 from onsale.core.read_model import (
@@ -27,12 +28,12 @@ from onsale.core.state import core_state
 from onsale.core.venue_cache import parse_layout_hash, validator
 from onsale.core.venues import VenueLayouts
 from onsale.kernel.auth import require_admin
+from onsale.kernel.bodies import read_body
 from onsale.kernel.inputs import (
     accepts_gzip,
     etag_matches,
     idempotency_key,
     int_path,
-    json_object,
     parse_id,
 )
 from onsale.kernel.problems import Problem
@@ -117,11 +118,11 @@ async def post_event(request: Request) -> Response:
     return the first event instead of making a second one."""
     require_admin(request)
     settings = shared(request).settings
-    body = await json_object(request)
+    body = await read_body(request, bodies.NewEvent, bodies.EVENT_CODES)
     key = request.headers.get("idempotency-key", "").strip() or None
     if key is not None:
         key = idempotency_key(request)
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    digest = hashlib.sha256(msgspec.json.encode(body)).hexdigest()  # the fields in order
     q = queries("events")
     shards = core_state(request).shards
     # Connections of their own with the background statement bound: a large venue's
@@ -139,7 +140,7 @@ async def post_event(request: Request) -> Response:
                 return JSONResponse(stored["response"], status_code=stored["status_code"],
                                     headers={"Idempotent-Replayed": "true"})
         # Defaults ("on sale now") use database time, the clock holds are judged by.
-        spec = parse_event_spec(
+        spec = event_spec(
             body,
             default_ttl=settings.hold_ttl_seconds,
             default_limit=settings.max_tickets_per_account,
@@ -167,10 +168,7 @@ async def post_move(request: Request) -> Response:
     """Move an event to another shard before its queue opens (operator)."""
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    body = await json_object(request)
-    target = parse_shard(body)
-    if target is None:
-        raise Problem(400, "invalid_request", detail="shard is required.")
+    target = (await read_body(request, bodies.MoveRequest, bodies.OPERATOR_CODES)).shard
     shards = core_state(request).shards
 
     def open_shard(shard_id: int) -> AbstractAsyncContextManager[Any]:

@@ -9,14 +9,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from onsale.core.event_spec import MAX_STRIPES
+from onsale.core import request_bodies as bodies
 from onsale.core.ga_quota import rebalance_tier
-from onsale.core.hold_rules import MAX_GA_TIER_ID
 from onsale.core.hold_store import refusals_as_problems
 from onsale.core.queries import queries
+from onsale.core.request_bodies import MAX_GA_TIER_ID
 from onsale.core.state import core_state
 from onsale.kernel.auth import require_admin
-from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.bodies import read_body
+from onsale.kernel.inputs import int_path
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
 from onsale.kernel.timefmt import utc_iso
@@ -97,11 +98,7 @@ async def patch_tier(request: Request) -> Response:
     require_admin(request)
     event_id = int_path(request, "event_id", "event_not_found")
     tier_id = tier_id_path(request)
-    body = await json_object(request)
-    n = body.get("stripes")
-    if type(n) is not int or not 1 <= n <= MAX_STRIPES:
-        raise Problem(400, "invalid_request",
-                      detail=f"stripes must be an integer from 1 to {MAX_STRIPES}.")
+    n = (await read_body(request, bodies.StripesRequest, bodies.OPERATOR_CODES)).stripes
     state = core_state(request)
     async with (await state.shards.for_event(event_id)).connection() as conn:
         with refusals_as_problems():

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from onsale.core.hold_state import HoldState
-from onsale.kernel.problems import Problem
+from msgspec import UNSET, UnsetType
 
-# A hard ceiling checked before the database is asked; the event's own
-# max_seats_per_hold (default 6) is enforced inside the hold transaction.
-HARD_MAX_SEATS = 100
-MAX_SEAT_ID = 2**31 - 1
+from onsale.core import request_bodies as bodies
+from onsale.core.hold_state import HoldState
+from onsale.kernel.bodies import convert
+from onsale.kernel.problems import Problem
 
 
 @dataclass(frozen=True)
@@ -41,58 +41,33 @@ class GARequest:
 
 
 HoldRequest = SeatsRequest | BestAvailableRequest | GARequest
-MAX_GA_TIER_ID = 32_767  # smallint
-_KINDS = ("seat_ids", "best_available", "ga")
 
 
-def _invalid(detail: str, **extra: Any) -> Problem:
-    return Problem(400, "invalid_seats", detail=detail, **extra)
+def parse_hold_request(body: Mapping[str, Any]) -> HoldRequest:
+    """``hold_request`` of a body already parsed from JSON."""
+    return hold_request(convert(body, bodies.HoldRequest, bodies.HOLD_CODES))
 
 
-def parse_hold_request(body: dict[str, Any]) -> HoldRequest:
-    """Validate a hold body: ``{"seat_ids": [...]}``, ``{"best_available": {...}}`` or
-    ``{"ga": {"tier_id": T, "quantity": Q}}``."""
-    if sum(kind in body for kind in _KINDS) != 1:
-        raise _invalid("Send exactly one of seat_ids, best_available or ga.")
-    if "ga" in body:
-        return _parse_ga(body["ga"])
-    if "seat_ids" in body:
-        ids = body["seat_ids"]
-        if not isinstance(ids, list) or not ids:
-            raise _invalid("seat_ids must be a non-empty list of seat ids.")
-        if len(ids) > HARD_MAX_SEATS:
-            raise _invalid(f"At most {HARD_MAX_SEATS} seats can be requested.")
-        if not all(type(i) is int and 0 < i <= MAX_SEAT_ID for i in ids):
-            raise _invalid("Seat ids are positive integers.")
+def hold_request(body: bodies.HoldRequest) -> HoldRequest:
+    """A hold body its Struct has checked: ``{"seat_ids": [...]}``,
+    ``{"best_available": {...}}`` or ``{"ga": {"tier_id": T, "quantity": Q}}``, exactly
+    one, the seats distinct."""
+    given = [v for v in (body.seat_ids, body.best_available, body.ga) if v is not UNSET]
+    if len(given) != 1:
+        raise Problem(400, "invalid_seats",
+                      detail="Send exactly one of seat_ids, best_available or ga.")
+    if not isinstance(body.seat_ids, UnsetType):
+        ids = body.seat_ids
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
-            raise _invalid("A seat is listed more than once.", duplicate_seat_ids=dupes)
+            raise Problem(400, "invalid_seats", detail="A seat is listed more than once.",
+                          duplicate_seat_ids=dupes)
         return SeatsRequest(tuple(sorted(ids)))
-    best = body["best_available"]
-    if not isinstance(best, dict):
-        raise _invalid("best_available must be an object.")
-    quantity = best.get("quantity")
-    if type(quantity) is not int or not 1 <= quantity <= HARD_MAX_SEATS:
-        raise _invalid("best_available.quantity must be a positive integer.")
-    section = best.get("section")
-    if section is not None and (not isinstance(section, str) or not 0 < len(section) <= 50):
-        raise _invalid("best_available.section must be a section name.")
-    together = best.get("together", False)
-    if not isinstance(together, bool):
-        raise _invalid("best_available.together must be true or false.")
-    return BestAvailableRequest(quantity, section, together)
-
-
-def _parse_ga(ga: Any) -> GARequest:
-    if not isinstance(ga, dict) or set(ga) - {"tier_id", "quantity"}:
-        raise Problem(400, "invalid_quantity", detail='ga is {"tier_id": T, "quantity": Q}.')
-    tier_id, quantity = ga.get("tier_id"), ga.get("quantity")
-    if type(tier_id) is not int or not 0 < tier_id <= MAX_GA_TIER_ID:
-        raise Problem(400, "invalid_quantity", detail="ga.tier_id must be a GA tier's id.")
-    if type(quantity) is not int or not 1 <= quantity <= HARD_MAX_SEATS:
-        raise Problem(400, "invalid_quantity",
-                      detail=f"ga.quantity must be an integer from 1 to {HARD_MAX_SEATS}.")
-    return GARequest(tier_id, quantity)
+    if not isinstance(body.ga, UnsetType):
+        return GARequest(body.ga.tier_id, body.ga.quantity)
+    best = body.best_available
+    assert not isinstance(best, UnsetType)
+    return BestAvailableRequest(best.quantity, best.section, best.together)
 
 
 def request_digest(route: str, scope: str, request: HoldRequest) -> str:

@@ -8,14 +8,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from onsale.core.hold_rules import GARequest, parse_hold_request, request_digest
+from onsale.core import request_bodies as bodies
+from onsale.core.hold_rules import GARequest, request_digest
+from onsale.core.hold_rules import hold_request as parse_hold
 from onsale.core.hold_store import create_ga_hold, create_hold, refusals_as_problems
 from onsale.core.queries import queries
 from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
+from onsale.kernel.bodies import read_body
 from onsale.kernel.db import Database
-from onsale.kernel.inputs import idempotency_key, int_path, json_object, parse_uuid
+from onsale.kernel.inputs import idempotency_key, int_path, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
 
@@ -36,7 +39,7 @@ async def post_hold(request: Request) -> Response:
     account = await current_account(request)
     event_id = int_path(request, "event_id", "event_not_found")
     key = idempotency_key(request)
-    hold_request = parse_hold_request(await json_object(request))
+    hold_request = parse_hold(await read_body(request, bodies.HoldRequest, bodies.HOLD_CODES))
     await core_state(request).admission.check(request, event_id, account)  # before any core work
     digest = request_digest("POST /api/events/{event_id}/holds", str(event_id), hold_request)
     state = core_state(request)

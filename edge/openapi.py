@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from onsale.core.openapi import QUEUE_SETTINGS
-from onsale.edge.ops_dashboard import OPS_PATHS, OPS_SCHEMAS
-from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
+from onsale.core.request_bodies import QueueSettings
+from onsale.edge.ops_dashboard import OPS_PATHS
+from onsale.edge.request_bodies import FairnessScenario, QueueJoin
+from onsale.edge.response_bodies import RESPONSE_BODIES
+from onsale.kernel.bodies import components
+from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem, request_body
 
 _ADMIN: list[dict[str, list[str]]] = [{"admin": []}]
 _TICKET = {"name": "Queue-Ticket", "in": "header", "required": False,
@@ -24,8 +27,7 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
             "summary": "Join the event's queue (idempotent per account: every tab and device "
                        "gets the same place); sets the ticket cookie",
             "parameters": [EVENT_ID],
-            "requestBody": {"required": False, "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/QueueJoin"}}}},
+            "requestBody": request_body("QueueJoin", required=False),
             "responses": {
                 "200": json_body("QueueStatus", "The place; admitted at once for passthrough"),
                 "400": problem("invalid_json"),
@@ -75,8 +77,7 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
         "patch": {"summary": "Change the waiting-room settings (operator); the policy is "
                              "frozen once the sale is open",
                   "security": _ADMIN, "parameters": [EVENT_ID],
-                  "requestBody": {"content": {"application/json": {
-                      "schema": {"$ref": "#/components/schemas/QueueSettings"}}}},
+                  "requestBody": request_body("QueueSettings"),
                   "responses": {"200": json_body("QueueOps"),
                                 "400": problem("invalid_request", "invalid_json"),
                                 "409": problem("policy_frozen"), **_OPS_ERRORS}}},
@@ -89,46 +90,12 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
         "responses": {"200": json_body("QueueOps"), **_OPS_ERRORS}}},
 }
 
-EDGE_SCHEMAS: dict[str, Any] = {
-    "QueueJoin": {"type": "object", "properties": {
-        "pow": {"type": "object", "description": "Required when the answer was pow_required",
-                "properties": {"challenge": {"type": "string"},
-                               "solution": {"type": "string", "maxLength": 64}}}}},
-    "QueueStatus": {"type": "object", "required": ["state", "poll_after_seconds"],
-                    "properties": {
-        "event_id": {"type": "integer"},
-        "policy": {"type": "string", "enum": ["fifo", "random", "passthrough"]},
-        "state": {"type": "string", "enum": ["prequeue", "waiting", "paused", "admitted",
-                                             "elsewhere", "expired"]},
-        "place": {"type": ["integer", "null"]},
-        "position": {"type": ["integer", "null"],
-                     "description": "At most this many ahead (left places are skipped)"},
-        "eta_seconds": {"type": ["integer", "null"]},
-        "poll_after_seconds": {"type": "integer"},
-        "onsale_at": {"type": "string", "format": "date-time"},
-        "ticket": {"type": ["string", "null"], "description": "Send back as Queue-Ticket"},
-        "admission_token": {"type": "string",
-                            "description": "Send as Admission-Token on sales routes"}}},
-    "QueueDraw": {"type": "object", "properties": {
-        "event_id": {"type": "integer"}, "commitment": {"type": ["string", "null"]},
-        "seed": {"type": ["string", "null"]},
-        "drawn_at": {"type": ["string", "null"], "format": "date-time"},
-        "participant_count": {"type": ["integer", "null"]},
-        "page": {"type": "integer"}, "per_page": {"type": "integer"},
-        "pages": {"type": ["integer", "null"]}, "next": {"type": ["string", "null"]},
-        "participants": {"type": ["array", "null"], "items": {"type": "string"},
-                         "description": "this page's slice of the sorted participant ids"},
-        "method": {"type": "string"}}},
-    "QueueSettings": {"type": "object", "properties": QUEUE_SETTINGS},
-    "QueueOps": {"type": "object", "properties": {
-        "event_id": {"type": "integer"}, "settings": {"type": "object"},
-        "live": {"type": "object", "description": "queued, active, admitted_per_minute, "
-                                                  "abandoned, eta_seconds_for_last, ..."},
-        "controller": {"type": "object", "description": "state, rate_per_minute, reasons"}}},
-}
+# Every body is a Struct (edge/request_bodies.py, edge/response_bodies.py, and the
+# queue settings core's event creation shares): these are their components, generated.
+EDGE_SCHEMAS: dict[str, Any] = components(
+    [QueueJoin, QueueSettings, FairnessScenario, *RESPONSE_BODIES])
 
 # The operator console's routes (edge/ops_dashboard.py).
 EDGE_PATHS.update(OPS_PATHS)
-EDGE_SCHEMAS.update(OPS_SCHEMAS)
 
 EDGE_API = ApiSpec("edge", EDGE_PATHS, EDGE_SCHEMAS)

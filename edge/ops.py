@@ -11,20 +11,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from onsale.core.event_spec import QueueSpec, parse_queue_spec
+from onsale.core.event_spec import QueueSpec, queue_spec
 from onsale.core.event_store import commit_draw_seed
+from onsale.core.request_bodies import QUEUE_SETTINGS_CODES, QueueSettings
 from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.auth import require_admin
-from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.bodies import read_body
+from onsale.kernel.inputs import int_path
 from onsale.kernel.problems import Problem
 from onsale.kernel.timefmt import utc_iso
-
-SETTINGS = ("queue_policy", "prequeue_at", "admission_rate_min", "admission_rate_max",
-            "active_cap", "pow_difficulty")
 
 
 def _iso(ts: float | None) -> str | None:
@@ -82,12 +81,7 @@ async def update_queue(request: Request) -> Response:
     require_admin(request)
     edge = edge_state(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    body = await json_object(request)
-    unknown = set(body) - set(SETTINGS)
-    if unknown:
-        raise Problem(400, "invalid_request",
-                      detail=f"Unknown fields: {', '.join(sorted(unknown))}; "
-                             f"settable: {', '.join(SETTINGS)}.")
+    body = await read_body(request, QueueSettings, QUEUE_SETTINGS_CODES)
     q = queries("queue")
     async with edge.db.connection() as conn, conn.transaction():
         row = await conn.fetchrow(q["lock_queue_config"], event_id)
@@ -95,7 +89,7 @@ async def update_queue(request: Request) -> Response:
             raise Problem(404, "event_not_found")
         current = QueueSpec(row["queue_policy"], row["prequeue_at"], row["admission_rate_min"],
                             row["admission_rate_max"], row["active_cap"], row["pow_difficulty"])
-        spec = parse_queue_spec(body, current, row["onsale_at"])
+        spec = queue_spec(body, current, row["onsale_at"])
         if spec.policy != current.policy and row["sale_open"]:
             raise Problem(409, "policy_frozen", policy=current.policy)
         await conn.execute(q["update_queue"], event_id, spec.policy, spec.prequeue_at,

@@ -21,6 +21,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -31,11 +33,13 @@ from onsale.edge.fairness import FairnessInputError, compare, parse_scenario
 from onsale.edge.health import FRESH_SECONDS, fold
 from onsale.edge.ops import queue_doc
 from onsale.edge.queries import queries
+from onsale.edge.request_bodies import FAIRNESS_CODES, FairnessScenario
 from onsale.edge.runtime import Edge, edge_state
 from onsale.kernel.auth import require_admin
+from onsale.kernel.bodies import read_body
 from onsale.kernel.dependency import describe
-from onsale.kernel.inputs import int_path, json_object
-from onsale.kernel.openapi import EVENT_ID, json_body, problem
+from onsale.kernel.inputs import int_path
+from onsale.kernel.openapi import EVENT_ID, json_body, problem, request_body
 from onsale.kernel.problems import Problem
 from onsale.kernel.timefmt import utc_iso
 
@@ -164,12 +168,14 @@ async def event_defaults(edge: Edge, event_id: Any) -> dict[str, Any]:
 
 async def fairness(request: Request) -> Response:
     require_admin(request)
-    body = await json_object(request)
+    body = await read_body(request, FairnessScenario, FAIRNESS_CODES)
     defaults = None
-    if body.get("event_id") is not None:
-        defaults = await event_defaults(edge_state(request), body["event_id"])
+    if body.event_id is not None:
+        defaults = await event_defaults(edge_state(request), body.event_id)
+    given = {k: v for k, v in msgspec.structs.asdict(body).items()
+             if k != "event_id" and v is not UNSET}
     try:
-        scenario = parse_scenario({k: v for k, v in body.items() if k != "event_id"}, defaults)
+        scenario = parse_scenario(given, defaults)
     except FairnessInputError as exc:
         raise Problem(400, "invalid_request", detail=exc.message, field=exc.field) from None
     gate = edge_state(request).ops.simulating
@@ -179,7 +185,7 @@ async def fairness(request: Request) -> Response:
     async with gate:
         started = time.monotonic()
         doc = await asyncio.to_thread(compare, scenario)
-    doc["event_id"] = body.get("event_id")
+    doc["event_id"] = body.event_id
     doc["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     return JSONResponse(doc)
 
@@ -215,54 +221,10 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
         "summary": "The fairness lab: simulate fifo and a random draw for an arrival "
                    "profile (operator; nothing is stored)",
         "security": _ADMIN,
-        "requestBody": {"content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/FairnessScenario"}}}},
+        "requestBody": request_body("FairnessScenario"),
         "responses": {"200": json_body("FairnessResult"),
                       "400": problem("invalid_request", "invalid_json"),
                       "401": problem("admin_required"), "404": problem("event_not_found"),
                       "429": problem("rate_limited"),
                       "503": problem("inventory_unavailable")}}},
-}
-
-_NUM = {"type": "number"}
-_INT = {"type": "integer"}
-
-OPS_SCHEMAS: dict[str, Any] = {
-    "OpsDashboard": {"type": "object", "properties": {
-        "event_id": _INT, "at": {"type": "string", "format": "date-time"},
-        "queue": {"type": "object", "description": "As GET /api/ops/events/{id}/queue"},
-        "health": {"type": "object", "description": "redis_ok, core_ok, fresh_reports, "
-                   "hold_p99_ms, lock_wait_p99_ms, conflict_rate, payment_error_rate, "
-                   "completion_rate (null: no traffic)"},
-        "payments": {"type": "object", "description": "unknown, pending, requires_action, "
-                     "oldest_unknown_seconds"},
-        "cdc": {"type": "object", "description": "slot, present, active, wal_status, "
-                "lag_bytes, consumer_alive"}}},
-    "OpsAudit": {"type": "object", "properties": {
-        "ok": {"type": "boolean"}, "violations": _INT,
-        "checks": {"type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "ok": {"type": "boolean"}, "violations": _INT,
-            "sample": {"type": "array", "items": {"type": "object"}}}}},
-        "checked_at": {"type": "string", "format": "date-time"}, "duration_ms": _NUM,
-        "age_seconds": _NUM, "cached_for_seconds": _NUM}},
-    "FairnessScenario": {"type": "object", "properties": {
-        "event_id": {**_INT, "description": "Take seats, ticket limit, rates, cap and "
-                     "session length from this event"},
-        "arrivals": {"type": "array", "items": {**_INT, "minimum": 0}, "maxItems": 7200,
-                     "description": "People arriving in each second (second 0: the queue "
-                                    "opens); or a preset"},
-        "preset": {"type": "string", "enum": ["flat", "spike", "early", "decay"]},
-        "visitors": {**_INT, "maximum": 1_000_000}, "seconds": {**_INT, "maximum": 7200},
-        "onsale_second": _INT, "seats": _INT, "tickets_per_account": _INT,
-        "tickets_per_human": _INT, "bot_share": {**_NUM, "minimum": 0, "maximum": 1},
-        "bot_devices": {**_INT, "minimum": 1, "maximum": 50},
-        "dedupe_accounts": {"type": "boolean", "description": "One place per account "
-                            "(onsale's rule): a bot's devices share one place"},
-        "rate_min": _NUM, "rate_max": _NUM, "active_cap": _INT, "session_seconds": _INT,
-        "horizon_seconds": _INT, "cohort_seconds": _INT, "seed": _INT}},
-    "FairnessResult": {"type": "object", "properties": {
-        "scenario": {"type": "object"}, "duration_ms": _NUM,
-        "policies": {"type": "object", "description": "fifo and random: totals, humans, "
-                     "bots, cohorts (wait percentiles after the opening, seat share), "
-                     "wait_histogram, admissions"}}},
 }

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+from msgspec import UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -28,11 +30,13 @@ from onsale.edge.caches import EventConfig, Status
 from onsale.edge.limits import RateLimiter, retry_after
 from onsale.edge.pow import PowVerdict, RiskFacts, Work, required_difficulty
 from onsale.edge.queue_store import QUEUE_STORE_DOWN, Spend
+from onsale.edge.request_bodies import JOIN_CODES, QueueJoin
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.auth import current_account, signed_account
+from onsale.kernel.bodies import read_body
 from onsale.kernel.cookies import settings_cookie_policy
-from onsale.kernel.inputs import int_path, json_object
+from onsale.kernel.inputs import int_path
 from onsale.kernel.logs import REQUEST_ID
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
@@ -247,7 +251,7 @@ async def join(request: Request) -> Response:
     event_id = int_path(request, "event_id", "event_not_found")
     ip = client_ip(request)
     _limit((edge.join_ip, edge.join_account), (ip, account))
-    body = await json_object(request, optional=True)  # the body is only for a proof of work
+    body = await read_body(request, QueueJoin, JOIN_CODES, optional=True)  # a proof of work
     config = await _config(edge, event_id)
     if not config.queue_open():
         raise Problem(409, "queue_not_open", prequeue_at=utc_iso_ts(config.prequeue_at or 0))
@@ -288,7 +292,7 @@ def work_refused(edge: Edge, event_id: int, account: uuid.UUID, verdict: PowVerd
 
 
 async def require_work(request: Request, edge: Edge, config: EventConfig,
-                       account: uuid.UUID, body: dict[str, Any]) -> Work | None:
+                       account: uuid.UUID, body: QueueJoin) -> Work | None:
     """The proof of work this join must spend (None when none is asked for);
     403 with a challenge when it is missing or wrong. Whether it was spent
     already is the join script's to say (``pow_replayed``)."""
@@ -301,7 +305,8 @@ async def require_work(request: Request, edge: Edge, config: EventConfig,
     difficulty = required_difficulty(config.pow_difficulty, risky)
     if difficulty == 0:
         return None
-    verdict, work = edge.pow.check(body.get("pow"), config.event_id, account, difficulty)
+    proof = None if isinstance(body.pow, UnsetType) else msgspec.structs.asdict(body.pow)
+    verdict, work = edge.pow.check(proof, config.event_id, account, difficulty)
     if work is not None:
         if edge.metrics is not None:
             edge.metrics.pow.labels(verdict.value).inc()

@@ -4,8 +4,11 @@ document of any app that serves it (role seatmap, onsale dev). The WebSocket
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from msgspec import Meta, Struct
+
+from onsale.kernel.bodies import components
 from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem
 
 SEATMAP_PATHS: dict[str, dict[str, Any]] = {
@@ -25,19 +28,21 @@ SEATMAP_PATHS: dict[str, dict[str, Any]] = {
             "503": problem("inventory_unavailable")}}},
 }
 
-SEATMAP_SCHEMAS: dict[str, Any] = {
-    "SeatmapSnapshot": {"type": "object", "required": [
-        "type", "event_id", "version", "seat_count", "status", "held"], "properties": {
-        "type": {"const": "snapshot"},
-        "event_id": {"type": "integer"},
-        "version": {"type": "string", "description": "Opaque; compare for equality only"},
-        "seat_count": {"type": "integer"},
-        "status": {"type": "string", "pattern": "^[0-4]*$",
-                   "description": "Character i is seat i+1: 0 AVAILABLE, 1 HELD, "
-                                  "2 PAYMENT_PENDING, 3 SOLD, 4 BLOCKED"},
-        "held": {"type": "array", "items": {"type": "integer"},
-                 "description": "HELD seats as (seat id, expiry in Unix seconds) pairs, "
-                                "each number the difference from the previous pair's"}}},
-}
+class SeatmapSnapshot(Struct):
+    """The seat map's latest snapshot (docs/seatmap-protocol.md)."""
+
+    type: Literal["snapshot"]
+    event_id: int
+    version: Annotated[str, Meta(description="Opaque; compare for equality only")]
+    seat_count: int
+    status: Annotated[str, Meta(pattern="^[0-4]*$", description=(
+        "Character i is seat i+1: 0 AVAILABLE, 1 HELD, 2 PAYMENT_PENDING, 3 SOLD, "
+        "4 BLOCKED"))]
+    held: Annotated[list[int], Meta(description=(
+        "HELD seats as (seat id, expiry in Unix seconds) pairs, each number the difference "
+        "from the previous pair's"))]
+
+
+SEATMAP_SCHEMAS: dict[str, Any] = components([SeatmapSnapshot])
 
 SEATMAP_API = ApiSpec("seatmap", SEATMAP_PATHS, SEATMAP_SCHEMAS)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
-from typing import Any
 
 from starlette.requests import Request
 
@@ -24,30 +22,6 @@ def is_json_media_type(content_type: str | None) -> bool:
     kind, slash, subtype = media.partition("/")
     return (kind == "application" and slash == "/"
             and (subtype == "json" or (subtype.endswith("+json") and len(subtype) > 5)))
-
-
-async def json_object(request: Request, *, optional: bool = False) -> dict[str, Any]:
-    """The body as a JSON object: 415 ``unsupported_media_type`` unless the
-    Content-Type is JSON (a form or ``text/plain`` a foreign page could send
-    without a CORS preflight never gets parsed), 400 ``invalid_json`` if it
-    is not an object. ``optional``: an empty body is ``{}`` whatever its type."""
-    if not is_json_media_type(request.headers.get("content-type")):
-        if optional and not await request.body():
-            return {}
-        raise Problem(415, "unsupported_media_type",
-                      detail="Send the body as JSON with Content-Type: application/json.")
-    raw = await request.body()
-    if optional and not raw:
-        return {}
-    if len(raw) > MAX_BODY:
-        raise Problem(413, "invalid_request", detail="The request body is too large.")
-    try:
-        data = json.loads(raw or b"null")
-    except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting too
-        raise Problem(400, "invalid_json", detail="The body must be a JSON object.") from None
-    if not isinstance(data, dict):
-        raise Problem(400, "invalid_json", detail="The body must be a JSON object.")
-    return data
 
 
 def idempotency_key(request: Request) -> str:

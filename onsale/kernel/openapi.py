@@ -32,6 +32,11 @@ def json_body(schema_ref: str, description: str = "OK") -> dict[str, Any]:
     }
 
 
+def request_body(schema_ref: str, *, required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{schema_ref}"}}}}
+
+
 EVENT_ID = {"name": "event_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -120,7 +125,9 @@ def document(specs: Sequence[ApiSpec]) -> dict[str, Any]:
     raw: list[str] = []
     for spec in specs:
         paths.update(_labelled(spec))
-        schemas.update(spec.schemas)
+        for name, schema in spec.schemas.items():
+            if schemas.setdefault(name, schema) != schema:  # two tiers, one name
+                raise ValueError(f"{spec.name} declares another schema named {name}")
         raw += spec.raw_body_paths
     return {
         "openapi": "3.1.0",

@@ -42,16 +42,16 @@ async def test_bad_queue_flags_exit_2_with_the_api_message(db_url: str, conn: An
     env = env_for(db_url)
     before = await conn.fetchval("SELECT count(*) FROM events")
     cases = [
-        (["--queue-policy", "lottery"], "queue_policy must be one of fifo, random, passthrough."),
+        (["--queue-policy", "lottery"], "queue_policy: invalid enum value 'lottery'."),
         (["--onsale-at", "2031-05-01T10:00:00Z", "--prequeue-at", "2031-05-01T10:00:01Z"],
          "prequeue_at must not be after onsale_at."),
         (["--prequeue-at", "2031-05-01T10:00:00"],
-         "prequeue_at must include a time zone (for example 'Z')."),
+         "prequeue_at: expected `datetime` with a timezone component."),
         (["--admission-rate-min", "500", "--admission-rate-max", "400"],
          "admission_rate_min must not exceed admission_rate_max."),
-        (["--admission-rate-max", "0"], "admission_rate_max must be an integer from 1 to 1000000."),
-        (["--active-cap", "0"], "active_cap must be an integer from 1 to 10000000."),
-        (["--pow-difficulty", "33"], "pow_difficulty must be an integer from 0 to 32."),
+        (["--admission-rate-max", "0"], "admission_rate_max: expected `int` >= 1."),
+        (["--active-cap", "0"], "active_cap: expected `int` >= 1."),
+        (["--pow-difficulty", "33"], "pow_difficulty: expected `int` <= 32."),
     ]
     for flags, message in cases:
         bad = run("event", "create", "--name", "Bad", "--seats", "10", *flags, env=env)

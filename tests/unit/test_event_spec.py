@@ -104,7 +104,8 @@ def test_explicit_null_times_mean_default() -> None:
 # --- name, venue, currency -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["a", "x" * 200, "  " + "x" * 200 + "  "])
+# The schema bounds the raw length (200); the name is stored without surrounding spaces.
+@pytest.mark.parametrize("name", ["a", "x" * 200, "  " + "x" * 196 + "  "])
 def test_name_lengths_accepted(name: str) -> None:
     assert parse({"name": name}).name == name.strip()
 
@@ -163,8 +164,9 @@ def test_integer_bounds_are_inclusive(field: str, lo: int, hi: int) -> None:
 @pytest.mark.parametrize(("field", "lo", "hi"), INT_FIELDS)
 def test_integers_out_of_range(field: str, lo: int, hi: int) -> None:
     problem = rejected({"name": "x", field: lo - 1}, field)
-    assert f"{lo} to {hi}" in (problem.detail or "")
-    rejected({"name": "x", field: hi + 1}, field)
+    assert f">= {lo}" in (problem.detail or "")
+    problem = rejected({"name": "x", field: hi + 1}, field)
+    assert f"<= {hi}" in (problem.detail or "")
 
 
 @pytest.mark.parametrize(("field", "lo", "hi"), INT_FIELDS)
@@ -190,7 +192,7 @@ def test_out_of_range_server_defaults_are_rejected(override: dict[str, Any]) -> 
     ids=["naive", "naive-space", "date-only"],
 )
 def test_time_zone_is_required(field: str, value: str) -> None:
-    rejected({"name": "x", field: value}, "time zone")
+    rejected({"name": "x", field: value}, field)
 
 
 @pytest.mark.parametrize("field", ["onsale_at", "starts_at"])
@@ -275,7 +277,8 @@ def test_bad_tier_lists(tiers: Any) -> None:
     ],
 )
 def test_bad_tiers(tier: Any) -> None:
-    rejected({"name": "x", "price_tiers": [{"name": "ok", "price_minor": 1}, tier]}, "price tier")
+    rejected({"name": "x", "price_tiers": [{"name": "ok", "price_minor": 1}, tier]},
+             "price_tiers[1]")
 
 
 @pytest.mark.parametrize("tier", [{"name": "", "price_minor": 1},

@@ -1,0 +1,198 @@
+"""The bodies core's routes answer with, declared once as Structs: they generate the
+OpenAPI components (core/openapi.py), and the contract test (schemathesis, every
+operation against a live stack) checks every answer against them. A field without a
+default is always present; ``UNSET`` ones only sometimes (``ga`` on a GA hold)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from onsale.core.hold_state import HoldState
+from onsale.core.order_state import OrderState
+from onsale.core.payment_state import PaymentStatus
+
+Uuid = Annotated[str, Meta(extra_json_schema={"format": "uuid"})]
+Time = Annotated[datetime, Meta(tz=True)]
+Policy = Literal["fifo", "random", "passthrough"]
+HoldStatus = Annotated[str, Meta(extra_json_schema={"enum": [s.value for s in HoldState]})]
+OrderStatus = Annotated[str, Meta(extra_json_schema={"enum": [s.value for s in OrderState]})]
+PaymentState = Annotated[str, Meta(extra_json_schema={
+    "enum": [s.value for s in PaymentStatus]})]
+
+
+class Account(Struct):
+    account_id: Uuid
+    email: str
+    created_at: Time
+
+
+class Draw(Struct):
+    """The random draw's commitment, then its revealed seed (docs/edge.md)."""
+
+    commitment: Annotated[str, Meta(description="sha256(seed), hex")]
+    seed: Annotated[str | None, Meta(description="Revealed by the draw")]
+    drawn_at: Time | None
+    verify: Annotated[str, Meta(description="The draw document's URL")]
+
+
+class QueuePolicy(Struct):
+    """The published waiting-room policy."""
+
+    policy: Policy
+    prequeue_at: Time | None
+    pow_difficulty: int
+    draw: Draw | None
+
+
+class EventLinks(Struct):
+    venue: Annotated[str, Meta(description=(
+        "The layout's immutable, content-addressed URL: "
+        "/api/events/{event_id}/venue/{layout_hash}"))]
+    holds: str
+    queue: str
+
+
+class GATierInfo(Struct):
+    """A GA tier as shoppers see it."""
+
+    tier_id: int | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    price_minor: int | UnsetType = UNSET
+    capacity: int | UnsetType = UNSET
+    max_per_hold: int | UnsetType = UNSET
+    max_per_account: int | UnsetType | None = UNSET
+    available: Annotated[int, Meta(description="Places left now (all stripes)")
+                         ] | UnsetType = UNSET
+
+
+class Event(Struct):
+    event_id: int
+    name: str
+    venue_name: str
+    starts_at: Time
+    onsale_at: Time
+    currency: str
+    seat_count: int
+    hold_ttl_seconds: int
+    max_tickets_per_account: int
+    max_seats_per_hold: int
+    price_tiers: list[dict[str, Any]]
+    ga_tiers: list[GATierInfo]
+    queue: QueuePolicy
+    links: EventLinks
+
+
+class OperatorEvent(Event):
+    """An event as its operator sees it: and the shard it lives on."""
+
+    shard: Annotated[int, Meta(description="The shard the event lives on")]
+    moved_from: Annotated[int, Meta(description=(
+        "A move's answer: the shard it left (the same as shard: it was there already)"))
+    ] | UnsetType = UNSET
+    rows_copied: Annotated[dict[str, int], Meta(description=(
+        "A move's answer: the rows copied, per table"))] | UnsetType = UNSET
+
+
+class EventList(Struct):
+    events: list[Event]
+
+
+class Venue(Struct):
+    event_id: int
+    seat_count: int
+    tiers: list[Any]
+    columns: list[Any]
+    seats: Annotated[dict[str, Any], Meta(description="Columnar arrays keyed by column name")]
+
+
+class Seat(Struct):
+    seat_id: int | UnsetType = UNSET
+    section: str | UnsetType = UNSET
+    row: str | UnsetType = UNSET
+    number: int | UnsetType = UNSET
+    tier: str | UnsetType = UNSET
+    price_minor: int | UnsetType = UNSET
+
+
+class GALine(Struct):
+    """A GA hold's line (absent for seats)."""
+
+    tier_id: int | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    quantity: int | UnsetType = UNSET
+    price_minor: Annotated[int, Meta(description="Per place")] | UnsetType = UNSET
+
+
+class Hold(Struct):
+    hold_id: Uuid
+    event_id: int
+    status: HoldStatus
+    expires_at: Time
+    seats: list[Seat]
+    amount_minor: int
+    currency: str
+    ga: GALine | UnsetType = UNSET
+
+
+class Ticket(Struct):
+    ticket_id: str | UnsetType = UNSET
+    seat_id: int | UnsetType | None = UNSET
+    ga_tier_id: int | UnsetType | None = UNSET
+    place: int | UnsetType | None = UNSET
+    code: str | UnsetType = UNSET
+
+
+class Order(Struct):
+    order_id: Uuid
+    hold_id: Uuid
+    event_id: int
+    order_status: OrderStatus
+    payment_status: PaymentState
+    next_action: dict[str, Any] | None
+    amount_minor: int
+    currency: str
+    seats: list[Seat]
+    tickets: list[Ticket]
+    cancel_reason: str | None
+    hold_expires_at: Time
+    payment_deadline: Time | None
+    created_at: Time
+    updated_at: Time
+    ga: GALine | UnsetType = UNSET
+
+
+class StripeCount(Struct):
+    stripe: int | UnsetType = UNSET
+    active: bool | UnsetType = UNSET
+    available: int | UnsetType = UNSET
+    held: int | UnsetType = UNSET
+    sold: int | UnsetType = UNSET
+    version: int | UnsetType = UNSET
+
+
+class GATier(GATierInfo):
+    """A GA tier as its operator sees it: every stripe's counts."""
+
+    stripes: int | UnsetType = UNSET
+    held: int | UnsetType = UNSET
+    sold: int | UnsetType = UNSET
+    stripe_counts: list[StripeCount] | UnsetType = UNSET
+    recent_rebalances: list[dict[str, Any]] | UnsetType = UNSET
+
+
+class GAReport(Struct):
+    event_id: int
+    at: Time
+    ga_tiers: list[GATier]
+
+
+class GARebalance(Struct):
+    moved: int
+    tier: GATier
+
+
+RESPONSE_BODIES = (Account, Event, OperatorEvent, EventList, Venue, Hold, Order, GAReport,
+                   GATier, GARebalance)

@@ -1,0 +1,66 @@
+"""The request bodies the edge's routes read, declared once: each Struct validates the
+body (``onsale.kernel.bodies.read_body``) and is the OpenAPI component of the same name."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from onsale.edge.fairness import MAX_HORIZON, MAX_SECONDS, MAX_VISITORS
+from onsale.edge.pow import MAX_SOLUTION
+from onsale.kernel.bodies import Codes
+
+MAX_CHALLENGE = 512
+
+
+class Proof(Struct):
+    """A solved proof-of-work challenge (docs/edge.md#proof-of-work)."""
+
+    challenge: Annotated[str, Meta(min_length=1, max_length=MAX_CHALLENGE,
+                                   description="The challenge from the pow_required answer")]
+    solution: Annotated[str, Meta(min_length=1, max_length=MAX_SOLUTION)]
+
+
+class QueueJoin(Struct):
+    """The join's body: empty, or the proof of work when the answer was pow_required."""
+
+    pow: Proof | UnsetType = UNSET
+
+
+JOIN_CODES = Codes("invalid_request")
+
+
+class FairnessScenario(Struct, forbid_unknown_fields=True):
+    """A fairness-lab scenario (docs/fairness.md); what it leaves out comes from the event
+    named by ``event_id``, else the lab's defaults. The lab checks the merged scenario
+    again (edge/fairness.py), since an event's settings fill it too."""
+
+    event_id: Annotated[int, Meta(ge=1, le=2**63 - 1, description=(
+        "Take seats, ticket limit, rates, cap and session length from this event"))] | None = None
+    arrivals: Annotated[list[Annotated[int, Meta(ge=0)]], Meta(
+        min_length=1, max_length=MAX_SECONDS,
+        description="People arriving in each second (second 0: the queue opens); or a preset"
+    )] | UnsetType = UNSET
+    preset: Literal["flat", "spike", "early", "decay"] | UnsetType = UNSET
+    visitors: Annotated[int, Meta(ge=1, le=MAX_VISITORS)] | UnsetType = UNSET
+    seconds: Annotated[int, Meta(ge=1, le=MAX_SECONDS)] | UnsetType = UNSET
+    onsale_second: Annotated[int, Meta(ge=0, le=MAX_SECONDS)] | UnsetType = UNSET
+    seats: Annotated[int, Meta(ge=1, le=10_000_000)] | UnsetType = UNSET
+    tickets_per_account: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
+    tickets_per_human: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
+    bot_share: Annotated[float, Meta(ge=0, le=1)] | UnsetType = UNSET
+    bot_devices: Annotated[int, Meta(ge=1, le=50)] | UnsetType = UNSET
+    dedupe_accounts: Annotated[bool, Meta(description=(
+        "One place per account (onsale's rule): a bot's devices share one place"))
+    ] | UnsetType = UNSET
+    rate_min: Annotated[float, Meta(ge=1, le=1_000_000)] | UnsetType = UNSET
+    rate_max: Annotated[float, Meta(ge=1, le=1_000_000)] | UnsetType = UNSET
+    active_cap: Annotated[int, Meta(ge=1, le=10_000_000)] | UnsetType = UNSET
+    session_seconds: Annotated[int, Meta(ge=1, le=86_400)] | UnsetType = UNSET
+    horizon_seconds: Annotated[int, Meta(ge=60, le=MAX_HORIZON)] | UnsetType = UNSET
+    cohort_seconds: Annotated[int, Meta(ge=1, le=MAX_SECONDS)] | UnsetType = UNSET
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] | UnsetType = UNSET
+
+
+FAIRNESS_CODES = Codes("invalid_request")

@@ -1,0 +1,110 @@
+"""The bodies the edge's routes answer with, declared once as Structs: they generate
+the OpenAPI components (edge/openapi.py), and the contract test checks every answer
+against them. A field without a default is always present."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+Time = Annotated[datetime, Meta(tz=True)]
+
+
+class QueueStatus(Struct):
+    """A place in the queue, and once admitted the admission token."""
+
+    state: Literal["prequeue", "waiting", "paused", "admitted", "elsewhere", "expired"]
+    poll_after_seconds: int
+    event_id: int | UnsetType = UNSET
+    policy: Literal["fifo", "random", "passthrough"] | UnsetType = UNSET
+    place: int | UnsetType | None = UNSET
+    position: Annotated[int | None, Meta(description=(
+        "At most this many ahead (left places are skipped)"))] | UnsetType = UNSET
+    eta_seconds: int | UnsetType | None = UNSET
+    onsale_at: Time | UnsetType = UNSET
+    ticket: Annotated[str | None, Meta(description="Send back as Queue-Ticket")
+                      ] | UnsetType = UNSET
+    admission_token: Annotated[str, Meta(description=(
+        "Send as Admission-Token on sales routes"))] | UnsetType = UNSET
+
+
+class QueueDraw(Struct):
+    """One page of the random draw's document (docs/edge.md#the-random-draw)."""
+
+    event_id: int | UnsetType = UNSET
+    commitment: str | UnsetType | None = UNSET
+    seed: str | UnsetType | None = UNSET
+    drawn_at: Time | UnsetType | None = UNSET
+    participant_count: int | UnsetType | None = UNSET
+    page: int | UnsetType = UNSET
+    per_page: int | UnsetType = UNSET
+    pages: int | UnsetType | None = UNSET
+    next: str | UnsetType | None = UNSET
+    participants: Annotated[list[str] | None, Meta(description=(
+        "This page's slice of the sorted participant ids"))] | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+
+
+class QueueOps(Struct):
+    """The waiting room as its operator sees it."""
+
+    event_id: int | UnsetType = UNSET
+    settings: dict[str, Any] | UnsetType = UNSET
+    live: Annotated[dict[str, Any], Meta(description=(
+        "queued, active, admitted_per_minute, abandoned, eta_seconds_for_last, ..."))
+    ] | UnsetType = UNSET
+    controller: Annotated[dict[str, Any], Meta(description=(
+        "state, rate_per_minute, reasons"))] | UnsetType = UNSET
+
+
+class OpsDashboard(Struct):
+    """The console's live figures."""
+
+    event_id: int | UnsetType = UNSET
+    at: Time | UnsetType = UNSET
+    queue: Annotated[dict[str, Any], Meta(description=(
+        "As GET /api/ops/events/{id}/queue"))] | UnsetType = UNSET
+    health: Annotated[dict[str, Any], Meta(description=(
+        "redis_ok, core_ok, fresh_reports, hold_p99_ms, lock_wait_p99_ms, conflict_rate, "
+        "payment_error_rate, completion_rate (null: no traffic)"))] | UnsetType = UNSET
+    payments: Annotated[dict[str, Any], Meta(description=(
+        "unknown, pending, requires_action, oldest_unknown_seconds"))] | UnsetType = UNSET
+    cdc: Annotated[dict[str, Any], Meta(description=(
+        "slot, present, active, wal_status, lag_bytes, consumer_alive"))
+    ] | UnsetType = UNSET
+
+
+class AuditCheck(Struct):
+    name: str | UnsetType = UNSET
+    ok: bool | UnsetType = UNSET
+    violations: int | UnsetType = UNSET
+    sample: list[dict[str, Any]] | UnsetType = UNSET
+
+
+class OpsAudit(Struct):
+    """The invariant checks of onsale audit."""
+
+    ok: bool | UnsetType = UNSET
+    violations: int | UnsetType = UNSET
+    checks: list[AuditCheck] | UnsetType = UNSET
+    checked_at: Time | UnsetType = UNSET
+    duration_ms: float | UnsetType = UNSET
+    age_seconds: float | UnsetType = UNSET
+    cached_for_seconds: float | UnsetType = UNSET
+
+
+class FairnessResult(Struct):
+    """The lab's comparison of fifo and a random draw."""
+
+    scenario: dict[str, Any] | UnsetType = UNSET
+    duration_ms: float | UnsetType = UNSET
+    event_id: int | UnsetType | None = UNSET
+    policies: Annotated[dict[str, Any], Meta(description=(
+        "fifo and random: totals, humans, bots, cohorts (wait percentiles after the "
+        "opening, seat share), wait_histogram, admissions"))] | UnsetType = UNSET
+
+
+RESPONSE_BODIES = (QueueStatus, QueueDraw, QueueOps, OpsDashboard, OpsAudit,
+                   FairnessResult)
