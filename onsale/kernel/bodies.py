@@ -29,7 +29,8 @@ REF = "#/components/schemas/{name}"
 class Codes:
     """Which problem code refuses a body, by the top-level field the error is under:
     ``Codes("invalid_seats", ga="invalid_quantity")``; a field may also fix the detail,
-    ``(code, detail)``, where msgspec's own message would not help. A body that is no JSON object
+    ``(code, detail)``, where msgspec's own message would not help. The problem names
+    the top-level field as ``field``. A body that is no JSON object
     at all is ``invalid_json`` whatever the field codes say."""
 
     def __init__(self, default: str, /, status: int = 400,
@@ -47,9 +48,10 @@ class Codes:
         if not field and missing:  # a required top-level field left out
             field = missing.group(1)
         code = self.fields.get(field, self.default)
+        named = {"field": field} if field else {}
         if isinstance(code, tuple):  # a fixed detail: the value must not be echoed
-            return Problem(self.status, code[0], detail=code[1])
-        return Problem(self.status, code, detail=_readable(message))
+            return Problem(self.status, code[0], detail=code[1], **named)
+        return Problem(self.status, code, detail=_readable(message), **named)
 
 
 def _readable(message: str) -> str:

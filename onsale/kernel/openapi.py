@@ -42,7 +42,8 @@ EVENT_ID = {"name": "event_id", "in": "path", "required": True, "schema": {"type
 PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["type", "title", "status", "code"], "properties": {
         "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
-        "code": {"type": "string"}, "detail": {"type": "string"}}}
+        "code": {"type": "string"}, "detail": {"type": "string"},
+        "field": {"type": "string", "description": "The body's top-level field refused"}}}
 
 
 @dataclass(frozen=True)

@@ -153,8 +153,9 @@ async def test_the_fairness_lab_endpoint(
         assert (bad.json()["code"], bad.json()["field"]) == ("invalid_request", "arrivals")
         unknown = await post({"event_id": 999999, "preset": "flat"})
         assert (unknown.status_code, unknown.json()["code"]) == (404, "event_not_found")
-        huge = await post({"event_id": 2**64, "preset": "flat"})  # past bigint: still 404
-        assert (huge.status_code, huge.json()["code"]) == (404, "event_not_found")
+        huge = await post({"event_id": 2**64, "preset": "flat"})  # past bigint: the schema's
+        assert (huge.status_code, huge.json()["code"], huge.json()["field"]) \
+            == (400, "invalid_request", "event_id")
         not_a_number = await post({"event_id": "one"})
         assert not_a_number.json()["field"] == "event_id"
         state: OpsState = api.app.state.edge.ops

@@ -64,6 +64,12 @@ def test_what_is_no_json_object_is_invalid_json(raw: bytes) -> None:
     assert (problem.status, problem.code) == (400, "invalid_json")
 
 
+def test_the_problem_names_the_top_level_field() -> None:
+    assert refused(b'{"name": "a", "inner": {"n": 0}}').extra["field"] == "inner"
+    assert refused(b'{"name": "a", "tags": [1]}').extra["field"] == "tags"
+    assert refused(b'{}').extra["field"] == "name"  # missing
+
+
 def test_a_status_other_than_400() -> None:
     with pytest.raises(Problem) as info:
         decode(b'{"name": 5}', Outer, Codes("bad_credentials", status=401))
