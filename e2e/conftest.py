@@ -23,10 +23,12 @@ from e2e.harness import (
     require_chromium,
     start_onsale,
     stop_onsale,
+    use_debian_ffmpeg,
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    use_debian_ffmpeg()  # before the plugin starts Playwright's driver
     config.addinivalue_line(
         "markers", "local_stack(reason): needs the onsale dev this suite starts (it reads "
         "or stops what only a local stack has); skipped, with the reason, against "

@@ -202,6 +202,34 @@ def require_chromium() -> str:
     return CHROMIUM
 
 
+FFMPEG = os.environ.get("ONSALE_E2E_FFMPEG", "/usr/bin/ffmpeg")
+# Where Playwright looks for its browsers and its ffmpeg (PLAYWRIGHT_BROWSERS_PATH); the
+# suite's browser is Debian's Chromium by path, so this folder holds only the ffmpeg.
+PLAYWRIGHT_HOME = Path(__file__).resolve().parent / ".playwright"
+
+
+def use_debian_ffmpeg() -> None:
+    """Record videos with Debian's ffmpeg: Playwright's own build (``playwright install
+    ffmpeg``) cannot be downloaded here, and it only needs an ffmpeg with VP8, which
+    Debian's has. Playwright finds it as ``ffmpeg-<revision>/ffmpeg-linux`` under
+    ``PLAYWRIGHT_BROWSERS_PATH``; this links that name to Debian's binary."""
+    if not (os.path.isfile(FFMPEG) and os.access(FFMPEG, os.X_OK)):
+        raise RuntimeError(
+            f"ffmpeg is missing at {FFMPEG}: the end-to-end suite records a video of a "
+            "failed test (apt-get install -y ffmpeg, or set ONSALE_E2E_FFMPEG). "
+            ".ci/run installs it.")
+    import playwright
+    browsers = json.loads((Path(playwright.__file__).parent / "driver" / "package"
+                           / "browsers.json").read_text())
+    revision = next(b["revision"] for b in browsers["browsers"] if b["name"] == "ffmpeg")
+    link = PLAYWRIGHT_HOME / f"ffmpeg-{revision}" / "ffmpeg-linux"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink() or os.readlink(link) != FFMPEG:
+        link.unlink(missing_ok=True)
+        link.symlink_to(FFMPEG)
+    os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(PLAYWRIGHT_HOME)
+
+
 def wait_for(check: Any, within: float = 10.0, every: float = 0.1) -> Any:
     deadline = time.monotonic() + within
     while True:
