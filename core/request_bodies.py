@@ -48,7 +48,7 @@ class Credentials(Struct):
     password: Annotated[str, Meta(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD)]
 
 
-SIGN_UP_CODES = Codes("invalid_request", email="invalid_email", password="weak_password")
+SIGN_UP_CODES = Codes("invalid_email", password="weak_password")
 
 
 class SignIn(Struct):
@@ -188,6 +188,13 @@ class StripesRequest(Struct):
 
 
 OPERATOR_CODES = Codes("invalid_request")
+
+# The codes each body's refusals carry, by its component's name (a test checks that
+# every operation reading it documents them).
+BODY_CODES = {"Credentials": SIGN_UP_CODES, "SignIn": SIGN_IN_CODES, "HoldRequest": HOLD_CODES,
+              "CheckoutRequest": CHECKOUT_CODES, "NewEvent": EVENT_CODES,
+              "MoveRequest": OPERATOR_CODES, "StripesRequest": OPERATOR_CODES,
+              "QueueSettings": QUEUE_SETTINGS_CODES}
 
 REQUEST_BODIES = (Credentials, SignIn, HoldRequest, CheckoutRequest, NewEvent, MoveRequest,
                   StripesRequest)

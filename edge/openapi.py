@@ -30,7 +30,7 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
             "requestBody": request_body("QueueJoin", required=False),
             "responses": {
                 "200": json_body("QueueStatus", "The place; admitted at once for passthrough"),
-                "400": problem("invalid_json"),
+                "400": problem("invalid_request", "invalid_json"),
                 "401": problem("authentication_required"),
                 "403": problem("pow_required", "pow_invalid", "pow_replayed"),
                 "404": problem("event_not_found"),

@@ -64,3 +64,5 @@ class FairnessScenario(Struct, forbid_unknown_fields=True):
 
 
 FAIRNESS_CODES = Codes("invalid_request")
+
+BODY_CODES = {"QueueJoin": JOIN_CODES, "FairnessScenario": FAIRNESS_CODES}

@@ -37,6 +37,11 @@ class Codes:
                  **fields: str | tuple[str, str]) -> None:
         self.default, self.status, self.fields = default, status, fields
 
+    def codes(self) -> set[str]:
+        """Every code a refusal may carry (``invalid_json`` besides)."""
+        return {self.default} | {c[0] if isinstance(c, tuple) else c
+                                 for c in self.fields.values()}
+
     def refuse(self, error: msgspec.ValidationError) -> Problem:
         message = str(error)
         found = _AT.search(message)

@@ -132,3 +132,27 @@ def test_the_checkout_schema_and_the_route_agree(body: dict[str, Any], ok: bool)
     except Problem:
         accepted = False
     assert accepted is ok
+
+
+def test_every_operation_documents_the_codes_its_body_is_refused_with() -> None:
+    from onsale.compose import api_specs, tiers_for
+    from onsale.edge import request_bodies as edge_bodies
+    from onsale.kernel.openapi import document
+    from tests.unit.test_edge_openapi import SETTINGS
+
+    codes = {**core_bodies.BODY_CODES, **edge_bodies.BODY_CODES}
+    doc = document(api_specs(tiers_for("dev", SETTINGS)))
+    seen = set()
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            ref = str(op.get("requestBody", {}))
+            for name, body_codes in codes.items():
+                if f"schemas/{name}'" not in ref:
+                    continue
+                seen.add(name)
+                answer = op["responses"].get(str(body_codes.status), {})
+                for code in body_codes.codes():
+                    assert code in answer.get("description", ""), (method, path, code)
+                not_json = op["responses"].get("400", {}).get("description", "")
+                assert "invalid_json" in not_json, (method, path)
+    assert seen == set(codes)
