@@ -34,8 +34,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from onsale.edge.fairness_crowd import Crowd
 
 POLICIES = ("fifo", "random")
 PRESETS = ("flat", "spike", "early", "decay")
@@ -74,10 +76,13 @@ class Scenario:
     horizon_seconds: int = 21_600
     cohort_seconds: int = 60
     seed: int = 0
+    # A real crowd (edge/fairness_crowd.py): its visitors instead of ``arrivals`` drawn
+    # as strangers; ``arrivals`` is then its first joins per second.
+    crowd: Crowd | None = field(default=None, compare=False, repr=False)
 
     @property
     def visitors(self) -> int:
-        return sum(self.arrivals)
+        return len(self.crowd.visitors) if self.crowd is not None else sum(self.arrivals)
 
 
 # -- arrival profiles -------------------------------------------------------
@@ -139,7 +144,8 @@ def parse_scenario(body: Mapping[str, Any], defaults: Mapping[str, Any] | None =
                    ) -> Scenario:
     """A bounded scenario from a request body; ``defaults`` (an event's
     settings) fill what the body leaves out."""
-    known = {f.name for f in fields(Scenario)} | {"preset", "visitors", "seconds", "event_id"}
+    known = ({f.name for f in fields(Scenario)} - {"crowd"}
+             | {"preset", "visitors", "seconds", "event_id"})
     unknown = sorted(set(body) - known)
     if unknown:
         raise FairnessInputError(unknown[0], f"unknown field {unknown[0]}; "
@@ -208,6 +214,8 @@ class Population:
 
 
 def population(sc: Scenario) -> Population:
+    if sc.crowd is not None:
+        return crowd_population(sc, sc.crowd)
     rng = random.Random(f"onsale.fairness.population:{sc.seed}")
     rnd = rng.random
     is_bot: list[bool] = []
@@ -234,6 +242,26 @@ def population(sc: Scenario) -> Population:
                 owner.append(visitor)
                 jitter.append(rnd())
     return Population(is_bot, arrival, owner, jitter)
+
+
+def crowd_population(sc: Scenario, crowd: Crowd) -> Population:
+    """The places a real crowd takes. A visitor's devices are its joins; one not known
+    either way is a bot at ``bot_share``, and a bot joins from at least ``bot_devices``
+    devices (the extra ones with its first). With ``dedupe_accounts`` an account holds
+    one place, from its first join; without it, one per device."""
+    rnd = random.Random(f"onsale.fairness.crowd:{sc.seed}").random
+    pop = Population([], [], [], [])
+    for visitor, v in enumerate(crowd.visitors):
+        bot = v.bot if v.bot is not None else sc.bot_share > 0 and rnd() < sc.bot_share
+        pop.is_bot.append(bot)
+        joins = list(v.joins)
+        if bot and len(joins) < sc.bot_devices:
+            joins += [joins[0]] * (sc.bot_devices - len(joins))
+        for second in joins[:1] if sc.dedupe_accounts else joins:
+            pop.arrival.append(second)
+            pop.owner.append(visitor)
+            pop.jitter.append(rnd())
+    return pop
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from onsale.core.request_bodies import QueueSettings
+from onsale.edge.ops_arrivals import ARRIVALS_PATHS
 from onsale.edge.ops_dashboard import OPS_PATHS
 from onsale.edge.request_bodies import FairnessScenario, QueueJoin
 from onsale.edge.response_bodies import RESPONSE_BODIES
@@ -97,5 +98,6 @@ EDGE_SCHEMAS: dict[str, Any] = components(
 
 # The operator console's routes (edge/ops_dashboard.py).
 EDGE_PATHS.update(OPS_PATHS)
+EDGE_PATHS.update(ARRIVALS_PATHS)
 
 EDGE_API = ApiSpec("edge", EDGE_PATHS, EDGE_SCHEMAS)

@@ -7,6 +7,8 @@
 --   queue    ZSET account -> place (kept after admission, for idempotent joins)
 --   pre      ZSET account -> arrival number: the pre-queue of a random draw
 --   seen     ZSET account -> last poll (ms) of a visitor still waiting
+--   joins    ZSET account -> when it first joined (ms): the arrivals the fairness lab
+--            replays (onsale fairness export)
 --   pending  ZSET account -> admission time (ms): admitted, session not claimed yet
 --   active   ZSET account -> last request (ms): shoppers with a session
 --   sess     HASH account -> "session_id|device": the one valid session
@@ -37,15 +39,16 @@ local function replayed(key, ttl_ms)
 end
 
 -- name: join
--- KEYS queue pre seq seen status stats [spent]; ARGV account now_ms policy [ttl_ms]
+-- KEYS queue pre seq seen status stats joins [spent]; ARGV account now_ms policy [ttl_ms]
 -- One place per account: any number of tabs and devices get the same one.
-if replayed(KEYS[7], ARGV[4]) then return {'replayed', 0} end
+if replayed(KEYS[8], ARGV[4]) then return {'replayed', 0} end
 local acc = ARGV[1]
 local place = redis.call('ZSCORE', KEYS[1], acc)
 if place then return {'placed', tonumber(place)} end
 if redis.call('ZSCORE', KEYS[2], acc) then return {'pre', 0} end
 local n = redis.call('INCR', KEYS[3])
 redis.call('ZADD', KEYS[4], ARGV[2], acc)
+redis.call('ZADD', KEYS[7], 'NX', ARGV[2], acc)
 redis.call('HINCRBY', KEYS[6], 'joined', 1)
 if ARGV[3] == 'random' and not redis.call('HGET', KEYS[5], 'draw') then
   redis.call('ZADD', KEYS[2], n, acc)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -42,7 +42,7 @@ class EventKeys:
         p = event_prefix(event_id)
         self.seq, self.queue, self.pre, self.seen = p + "seq", p + "queue", p + "pre", p + "seen"
         self.pending, self.active, self.sess = p + "pending", p + "active", p + "sess"
-        self.status, self.stats = p + "status", p + "stats"
+        self.status, self.stats, self.joins = p + "status", p + "stats", p + "joins"
         self.lease, self.fence = p + "lease", p + "fence"
         self._prefix = p
 
@@ -137,9 +137,26 @@ class QueueStore:
         k = EventKeys(event_id)
         spent_key, ttl = _spending(k, spend)
         kind, place = await self._run(
-            "join", [k.queue, k.pre, k.seq, k.seen, k.status, k.stats, *spent_key],
+            "join", [k.queue, k.pre, k.seq, k.seen, k.status, k.stats, k.joins, *spent_key],
             [str(account), now_ms, policy, *ttl])
         return Joined(_s(kind), int(place))
+
+    async def joins(self, event_id: int, batch: int = 10_000
+                    ) -> AsyncIterator[list[tuple[str, float, str]]]:
+        """Every account's first join, oldest first, in batches: ``(account, Unix
+        seconds, device)``, the device its session's if it claimed one, else ""."""
+        k = EventKeys(event_id)
+        start = 0
+        while True:
+            page: list[Any] = await self.redis.zrange(
+                k.joins, start, start + batch - 1, withscores=True)
+            if not page:
+                return
+            accounts = [_s(member) for member, _ in page]
+            sessions = await self.redis.hmget(k.sess, accounts)
+            yield [(account, ms / 1000.0, _s(sess).partition("|")[2] if sess else "")
+                   for account, (_, ms), sess in zip(accounts, page, sessions, strict=True)]
+            start += batch
 
     async def claim(self, event_id: int, account: uuid.UUID, device: str, now_ms: int,
                     idle_ms: int, *, passthrough: bool = False, steal: bool = False,

@@ -57,7 +57,7 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def _config(edge: Edge, event_id: int) -> EventConfig:
+async def event_config(edge: Edge, event_id: int) -> EventConfig:
     config = await edge.configs.get(event_id)
     if config is None:
         raise Problem(404, "event_not_found")
@@ -252,7 +252,7 @@ async def join(request: Request) -> Response:
     ip = client_ip(request)
     _limit((edge.join_ip, edge.join_account), (ip, account))
     body = await read_body(request, QueueJoin, JOIN_CODES, optional=True)  # a proof of work
-    config = await _config(edge, event_id)
+    config = await event_config(edge, event_id)
     if not config.queue_open():
         raise Problem(409, "queue_not_open", prequeue_at=utc_iso_ts(config.prequeue_at or 0))
     if config.now() >= config.starts_at:
@@ -324,7 +324,7 @@ async def poll(request: Request) -> Response:
     presented = read_ticket(request, edge, event_id, account)
     if presented.ticket is None:
         raise Problem(404, "not_in_queue")
-    config = edge.configs.cached(event_id) or await _config(edge, event_id)
+    config = edge.configs.cached(event_id) or await event_config(edge, event_id)
     return await present(request, edge, config, presented.ticket, presented, steal=False,
                          live=False)
 

@@ -887,6 +887,9 @@ def parser() -> argparse.ArgumentParser:
         one.add_argument("--json", action="store_true")
         one.set_defaults(func=cmd_queue)
 
+    from onsale.fairness_cli import add_parser as add_fairness
+    add_fairness(sub, data_dir)
+
     shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
     shard_sub = shard.add_subparsers(dest="shard_command", required=True)
     add = shard_sub.add_parser("add", help="migrate a PostgreSQL database and list it as "
