@@ -41,6 +41,9 @@ async def _prepare(spec: EventSpec) -> _Prepared:
     return _Prepared(spec, seats, seed, None if seed is None else commitment(seed))
 
 
+SEAT_CHUNK = 50_000
+
+
 async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
                        shard: Any = None, progress: Progress = silent) -> int:
     """Create an event; its id comes from the directory's events identity.
@@ -97,14 +100,20 @@ async def _write_definition(conn: Any, event_id: int, p: _Prepared,
     await _insert_event(conn, event_id, p)
     for tier_id, (name, price) in enumerate(spec.tiers, start=1):
         await conn.execute(q["insert_tier"], event_id, tier_id, name, price)
-    await conn.copy_records_to_table(
-        "seats",
-        columns=["event_id", "seat_id", "section", "row_label", "number", "x", "y",
-                 "tier_id", "rank"],
-        records=[(event_id, s.seat_id, s.section, s.row_label, s.number, s.x, s.y,
-                  s.tier_id, s.rank) for s in p.seats],
-    )
-    await conn.execute(q["fill_inventory"], event_id)
+    # In chunks: each statement is bounded by the background statement timeout, and a
+    # 500,000-seat venue in one COPY could pass it on a busy machine.
+    ordered = sorted(p.seats, key=lambda s: s.seat_id)  # chunks of disjoint id ranges
+    for start in range(0, len(ordered), SEAT_CHUNK):
+        chunk = ordered[start:start + SEAT_CHUNK]
+        await conn.copy_records_to_table(
+            "seats",
+            columns=["event_id", "seat_id", "section", "row_label", "number", "x", "y",
+                     "tier_id", "rank"],
+            records=[(event_id, s.seat_id, s.section, s.row_label, s.number, s.x, s.y,
+                      s.tier_id, s.rank) for s in chunk],
+        )
+        await conn.execute(q["fill_inventory"], event_id, chunk[0].seat_id,
+                           chunk[-1].seat_id)
     for ga_id, ga in enumerate(spec.ga_tiers, start=1):
         await conn.execute(q["insert_ga_tier"], event_id, ga_id, ga.name, ga.price_minor,
                            ga.capacity, ga.max_per_hold, ga.max_per_account, ga.stripes)

@@ -86,9 +86,13 @@ PATHS: dict[str, dict[str, Any]] = {
             "503": problem("inventory_unavailable", "admission_unavailable")}}},
     "/api/holds/{hold_id}": {
         "get": {"summary": "One of your holds", "parameters": [_HOLD],
-                "responses": {"200": json_body("Hold"), "404": problem("hold_not_found")}},
+                "responses": {"200": json_body("Hold"),
+                              "401": problem("authentication_required"),
+                              "404": problem("hold_not_found")}},
         "delete": {"summary": "Release one of your holds", "parameters": [_HOLD],
-                   "responses": {"200": json_body("Hold"), "404": problem("hold_not_found"),
+                   "responses": {"200": json_body("Hold"),
+                                 "401": problem("authentication_required"),
+                                 "404": problem("hold_not_found"),
                                  "409": problem("hold_not_releasable")}}},
     "/api/holds/{hold_id}/checkout": {"post": {
         "summary": "Pay for a hold: authorize, sell, capture (one order per hold)",
@@ -125,6 +129,9 @@ PATHS: dict[str, dict[str, Any]] = {
                       "503": problem("payments_unavailable", "inventory_unavailable")}}},
     "/api/ops/events": {"post": {
         "summary": "Create an event from a generated layout (operator)",
+        "description": "Rules between fields, each a 400 invalid_request naming the field: "
+                       "admission_rate_min <= admission_rate_max; prequeue_at not after "
+                       "onsale_at; seats 0 only with ga_tiers; GA tier names distinct.",
         "security": [{"admin": []}],
         "parameters": [{**_IDEM, "required": False,
                         "description": "Optional: a retried create returns the first event"}],
@@ -133,7 +140,8 @@ PATHS: dict[str, dict[str, Any]] = {
                       "400": problem("invalid_request", "invalid_json"),
                       "401": problem("admin_required"),
                       "409": problem("idempotency_conflict", "shard_not_active"),
-                      "422": problem("shard_not_found")}}},
+                      "422": problem("shard_not_found"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/ops/events/{event_id}/move": {"post": {
         "summary": "Move an event to another shard before its queue opens (operator)",
         "description": "Copy, verify, switch the placement, delete the old copy "

@@ -26,16 +26,29 @@ MAX_GA_CAPACITY = 1_000_000
 MAX_STRIPES = 64
 MAX_SHARD = 32_767
 
-# An address like name@example.com, with no space anywhere.
-EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$"
+# A name: no control character (PostgreSQL text cannot hold NUL), and something besides
+# spaces. The classes are spelt out so that Python's re and ECMA-262 agree.
+_CONTROL = "\\x00-\\x1f\\x7f-\\x9f"
+_SPACE = (" \\x00-\\x1f\\x7f-\\x9f\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f"
+          "\\u205f\\u3000\\ufeff")
+NAME_PATTERN = f"^[^{_CONTROL}]*[^{_SPACE}][^{_CONTROL}]*$"
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=NAME_PATTERN)]
+ShortName = Annotated[str, Meta(min_length=1, max_length=50, pattern=NAME_PATTERN)]
+
+# An address like name@example.com: no space or control character anywhere (letters of
+# any script are fine). The class lists every character that either Python's or
+# JavaScript's \s matches, so the route (Python's re) and a client checking the schema
+# (ECMA-262) agree on every string. The schema states this pattern, not the "email"
+# format: it is the rule the route enforces.
+_NOT_IN_EMAIL = "@" + _SPACE
+EMAIL_PATTERN = (f"^[^{_NOT_IN_EMAIL}]{{1,64}}@[^{_NOT_IN_EMAIL}]+"
+                 f"\\.[^{_NOT_IN_EMAIL}]{{2,}}$")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
 # A PaymentMethod id, and nothing with twelve digits in a row: a card number (PAN)
 # dressed as an id is refused too.
 PAYMENT_METHOD_PATTERN = r"^(?!.*[0-9]{12})pm_[A-Za-z0-9_]{1,250}$"
 
-Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
-ShortName = Annotated[str, Meta(min_length=1, max_length=50, pattern=r"\S")]
 Time = Annotated[datetime, Meta(tz=True, description="ISO 8601 with a time zone")]
 QueuePolicy = Literal["fifo", "random", "passthrough"]
 
@@ -43,8 +56,7 @@ QueuePolicy = Literal["fifo", "random", "passthrough"]
 class Credentials(Struct):
     """An email address and a password (sign-up refuses a password shorter than 8)."""
 
-    email: Annotated[str, Meta(max_length=254, pattern=EMAIL_PATTERN,
-                               extra_json_schema={"format": "email"})]
+    email: Annotated[str, Meta(max_length=254, pattern=EMAIL_PATTERN)]
     password: Annotated[str, Meta(min_length=MIN_PASSWORD, max_length=MAX_PASSWORD)]
 
 

@@ -42,7 +42,9 @@ class DrawSlice:
 
     @property
     def first(self) -> int:
-        return (self.page - 1) * self.per_page + 1
+        """The first index asked for, clipped to what a draw can hold (a page past it is
+        past every draw's end: ``within`` says so before anything is read)."""
+        return min((self.page - 1) * self.per_page + 1, INDEX_MAX)
 
     @property
     def last(self) -> int:
@@ -71,8 +73,10 @@ def _one(name: str, values: list[str], most: int) -> int | None:
 def draw_slice(query: Iterable[tuple[str, str]], page_max: int) -> DrawSlice:
     """The page a query string asks for (``request.query_params.multi_items()``), or
     ``400 invalid_request``: ``page`` an integer from 1 (default 1), ``per_page`` one
-    from 1 to ``page_max`` (default ``page_max``), each ASCII digits and at most once,
-    and the page's first index at most 2^31 - 1. Other parameters are ignored."""
+    from 1 to ``page_max`` (default ``page_max``), each ASCII digits and at most once.
+    A page past 2^31 - 1 is well formed: past every draw's end, the route answers it
+    ``404 draw_page_not_found`` (or, before the draw, the commitment). Other parameters
+    are ignored."""
     given: dict[str, list[str]] = {"page": [], "per_page": []}
     for name, value in query:
         if name in given:
@@ -80,10 +84,6 @@ def draw_slice(query: Iterable[tuple[str, str]], page_max: int) -> DrawSlice:
     page = _one("page", given["page"], INDEX_MAX)
     per_page = _one("per_page", given["per_page"], page_max)
     wanted = DrawSlice(page or 1, per_page or page_max)
-    if wanted.first > INDEX_MAX:
-        raise Problem(400, "invalid_request",
-                      detail=f"page {wanted.page} of {wanted.per_page} starts past any draw "
-                             f"(index {INDEX_MAX} at most).")
     return wanted
 
 

@@ -54,9 +54,9 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                        "no-store`. Once published a page never changes: strong `ETag`, "
                        "`Cache-Control: public, max-age=31536000, immutable`, and "
                        "`If-None-Match` answered 304. `next` links the following page. "
-                       "Each parameter at most once, in ASCII digits; a page whose first "
-                       "index would pass 2^31-1 is 400. Throttled per client address "
-                       "(`ONSALE_DRAW_LIMIT_IP`, 120 a minute by default).",
+                       "Each parameter at most once, in ASCII digits; a page past the end "
+                       "(2^31-1 at most) is 404 draw_page_not_found. Throttled per "
+                       "client address (`ONSALE_DRAW_LIMIT_IP`, 120 a minute by default).",
         "parameters": [EVENT_ID,
                        {"name": "page", "in": "query", "schema": {
                            "type": "integer", "minimum": 1, "maximum": 2**31 - 1,
@@ -77,6 +77,9 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                 "responses": {"200": json_body("QueueOps"), **_OPS_ERRORS}},
         "patch": {"summary": "Change the waiting-room settings (operator); the policy is "
                              "frozen once the sale is open",
+                  "description": "Rules between fields, each a 400 invalid_request: "
+                                 "admission_rate_min <= admission_rate_max; prequeue_at "
+                                 "not after the event's onsale_at.",
                   "security": _ADMIN, "parameters": [EVENT_ID],
                   "requestBody": request_body("QueueSettings"),
                   "responses": {"200": json_body("QueueOps"),

@@ -142,7 +142,10 @@ async def audit(request: Request) -> Response:
     require_admin(request)
     edge = edge_state(request)
     cache = edge_state(request).ops.cache
-    ttl = AUDIT_MIN_INTERVAL if request.query_params.get("fresh") in ("1", "true") else AUDIT_TTL
+    fresh = request.query_params.getlist("fresh")
+    if fresh not in ([], ["1"], ["true"]):
+        raise Problem(400, "invalid_request", detail="fresh is 1 or true, at most once.")
+    ttl = AUDIT_MIN_INTERVAL if fresh else AUDIT_TTL
     doc = dict(await cache.get("audit", ttl, lambda: audit_doc(edge)))
     doc["age_seconds"] = round(cache.age("audit") or 0.0, 1)
     doc["cached_for_seconds"] = AUDIT_TTL
@@ -214,12 +217,17 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
         "security": _ADMIN,
         "parameters": [{"name": "fresh", "in": "query", "required": False,
                         "schema": {"type": "string", "enum": ["1", "true"]}}],
-        "responses": {"200": json_body("OpsAudit"), "401": problem("admin_required"),
+        "responses": {"200": json_body("OpsAudit"), "400": problem("invalid_request"),
+                      "401": problem("admin_required"),
                       "429": problem("rate_limited"),
                       "503": problem("inventory_unavailable")}}},
     "/api/ops/fairness": {"post": {
         "summary": "The fairness lab: simulate fifo and a random draw for an arrival "
                    "profile (operator; nothing is stored)",
+        "description": "Rules between fields, each a 400 invalid_request naming the field: "
+                       "arrivals or preset, not both; rate_min <= rate_max; onsale_second "
+                       "within the profile; 1 to 1,000,000 visitors and at most 2,000,000 "
+                       "devices in all.",
         "security": _ADMIN,
         "requestBody": request_body("FairnessScenario"),
         "responses": {"200": json_body("FairnessResult"),

@@ -23,6 +23,7 @@ SEATMAP_PATHS: dict[str, dict[str, Any]] = {
                                             "Seatmap-Source: stream, or database while change "
                                             "capture is down (then poll at max-age)"),
             "304": {"description": "Not modified"},
+            "401": problem("authentication_required"),
             "403": problem("admission_required"),
             "404": problem("event_not_found"),
             "503": problem("inventory_unavailable")}}},

@@ -51,8 +51,11 @@ SELECT $1, $2, s.stripe, s.available
 FROM unnest($3::smallint[], $4::integer[]) AS s(stripe, available);
 
 -- name: fill_inventory
+-- One chunk of seats ($2 .. $3): every statement of a create stays within the bound.
 INSERT INTO seat_inventory (event_id, seat_id)
-SELECT event_id, seat_id FROM seats WHERE event_id = $1 ORDER BY seat_id;
+SELECT event_id, seat_id FROM seats
+WHERE event_id = $1 AND seat_id BETWEEN $2 AND $3
+ORDER BY seat_id;
 
 -- name: insert_layout
 INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, $4);

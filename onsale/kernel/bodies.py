@@ -10,8 +10,9 @@ before another) stays in the tier's pure parser, after the Struct has checked th
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -74,14 +75,68 @@ def _not_an_object() -> Problem:
 
 
 def decode(raw: bytes, kind: type[T], codes: Codes) -> T:
-    """``raw`` as a ``kind``: 400 ``invalid_json`` if it is not JSON (or not an object),
-    else the ``codes`` problem naming the first field that breaks the schema."""
+    """``raw`` as a ``kind``: 400 ``invalid_json`` if it is not JSON (or not an object,
+    or a string in it is no Unicode text), else the ``codes`` problem naming the first
+    field that breaks the schema.
+
+    The fast path is one strict pass in msgspec. Two things send a body down a slower
+    one: an escaped surrogate (``\\udXXX``), which must pair into one character or
+    the body is refused; and a number like ``2.0`` where an integer goes, which JSON
+    Schema counts as the integer 2 (so the document allows it) while msgspec's strict
+    mode does not: it is read again with integral numbers as integers."""
+    if _SURROGATE.search(raw):
+        _refuse_lone_surrogates(raw)
     try:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.ValidationError as error:
-        raise codes.refuse(error) from None
+        if not _INTEGRAL.match(str(error)):
+            raise codes.refuse(error) from None
     except msgspec.DecodeError:
         raise _not_an_object() from None
+    return convert(_integral(msgspec.json.decode(raw)), kind, codes)
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_INTEGRAL = re.compile(r"Expected `int`(?: [<>]=? -?\d+)?, got `float`")
+_EXACT = 2**53  # floats beyond it are not exact integers
+
+
+def _refuse_lone_surrogates(raw: bytes) -> None:
+    """400 ``invalid_json`` if an escaped surrogate does not pair: the text it decodes to
+    is no Unicode, and no database or log could store it."""
+    try:
+        json.loads(raw, object_hook=_check_keys)
+    except UnicodeEncodeError:
+        raise Problem(400, "invalid_json", detail="A string in the body is not Unicode "
+                      "text: an escaped surrogate (\\udXXX) without its pair.") from None
+    except (ValueError, RecursionError):
+        raise _not_an_object() from None
+
+
+def _check_keys(obj: dict[str, Any]) -> dict[str, Any]:
+    for key, value in obj.items():
+        for text in (key, *(v for v in _strings(value))):
+            text.encode()  # UnicodeEncodeError (a ValueError) on a lone surrogate
+    return obj
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _integral(value: Any) -> Any:
+    """``value`` with every float that is an exact integer as an int."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
 
 
 def convert(data: Mapping[str, Any], kind: type[T], codes: Codes) -> T:

@@ -61,23 +61,30 @@ _UNSAFE = ("post", "put", "patch", "delete")
 
 
 def with_refusals(paths: dict[str, Any], raw_body_paths: Sequence[str] = ()) -> dict[str, Any]:
-    """Every unsafe operation can be ``403 cross_site_request`` (kernel.security), and
-    every one that reads a JSON body ``415 unsupported_media_type`` (kernel.inputs)."""
+    """The refusals that come before any route's own code, added to every operation they
+    apply to: an unsafe one can be ``403 cross_site_request`` (kernel.security); one that
+    reads a JSON body ``415 unsupported_media_type`` and ``413 invalid_request``
+    (kernel.bodies); an operator's ``401 admin_required`` and, past the failed-token
+    limit, ``429 rate_limited`` (kernel.auth)."""
     out: dict[str, Any] = {}
     for path, item in paths.items():
         out[path] = dict(item)
         for method, op in item.items():
-            if method not in _UNSAFE:
+            if method not in _METHODS:
                 continue
             responses = dict(op["responses"])
-            extra = [("403", "cross_site_request")]
+            extra = []
+            if method in _UNSAFE:
+                extra.append(("403", "cross_site_request"))
             if "requestBody" in op and path not in raw_body_paths:
-                extra.append(("415", "unsupported_media_type"))
+                extra += [("415", "unsupported_media_type"), ("413", "invalid_request")]
+            if {"admin": []} in op.get("security", []):
+                extra += [("401", "admin_required"), ("429", "rate_limited")]
             for status, code in extra:
                 found = responses.get(status)
                 if found is None or "application/problem+json" not in found.get("content", {}):
                     responses[status] = problem(code)
-                else:
+                elif code not in found["description"]:
                     responses[status] = {**found,
                                          "description": f"{found['description']}, {code}"}
             out[path][method] = {**op, "responses": responses}

@@ -10,7 +10,10 @@ from datetime import UTC, datetime
 
 
 def utc_iso(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The year always in four digits, as RFC 3339 and PostgreSQL's ``YYYY`` write it
+    (strftime's ``%Y`` writes year 237 as ``237``)."""
+    utc = value.astimezone(UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z"
 
 
 def parse_utc_iso(value: str) -> datetime:

@@ -113,10 +113,11 @@ PUBLISHED = [
     ("page=2147483647&per_page=1", 404, "draw_page_not_found"),
     ("page=214749&per_page=10000", 404, "draw_page_not_found"),  # clipped at 2^31 - 1
     ("page=30000&per_page=10000", 404, "draw_page_not_found"),
+    ("page=214750&per_page=10000", 404, "draw_page_not_found"),  # past any draw
 ]
 REFUSED = [
     "page=30000&per_page=100000",  # the slice that once passed 2^31 inside the database
-    "page=214750&per_page=10000", "page=2147483648&per_page=1", "page=2147483648",
+    "page=2147483648&per_page=1", "page=2147483648",
     "page=9223372036854775807", "page=9223372036854775808", "page=" + "9" * 5000,
     "per_page=" + "9" * 5000, "page=0", "page=-1", "page=%2B1", "page=+1", "page=1%20",
     "page=%201", "page=1.0", "page=1e3", "page=0x1", "page=", "page", "per_page=",

@@ -156,3 +156,29 @@ def test_every_operation_documents_the_codes_its_body_is_refused_with() -> None:
                 not_json = op["responses"].get("400", {}).get("description", "")
                 assert "invalid_json" in not_json, (method, path)
     assert seen == set(codes)
+
+
+@pytest.mark.parametrize(("raw", "n"), [
+    (b'{"name": "a", "inner": {"n": 3.0}}', 3), (b'{"name": "a", "inner": {"n": 9e0}}', 9)])
+def test_an_integral_number_is_the_integer_json_schema_says_it_is(raw: bytes, n: int) -> None:
+    body = decode(raw, Outer, CODES)
+    assert isinstance(body.inner, Inner) and body.inner.n == n and type(body.inner.n) is int
+
+
+@pytest.mark.parametrize(("raw", "detail"), [
+    (b'{"name": "a", "inner": {"n": 3.5}}', "inner.n: expected `int`, got `float`."),
+    (b'{"name": "a", "inner": {"n": 10.0}}', "inner.n: expected `int` <= 9."),
+])
+def test_other_numbers_are_still_refused_where_integers_go(raw: bytes, detail: str) -> None:
+    assert refused(raw).detail == detail
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"name": "\\ud83d"}', b'{"name": "a", "tags": ["\\udc00"]}', b'{"\\ud9df": 1, "name": "a"}'])
+def test_a_lone_surrogate_is_no_text(raw: bytes) -> None:
+    problem = refused(raw)
+    assert (problem.code, "surrogate" in (problem.detail or "")) == ("invalid_json", True)
+
+
+def test_a_paired_surrogate_is_one_character() -> None:
+    assert decode(b'{"name": "\\ud83d\\ude00"}', Outer, CODES).name == "\U0001f600"
