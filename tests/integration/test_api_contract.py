@@ -92,7 +92,7 @@ def test_every_operation_keeps_the_contract(stack: Onsale, tmp_path: Path) -> No
         "--no-color", "--output-truncate", "true",
         "--report", "junit", "--report-dir", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1500,
-                          check=False)
+                          check=False, cwd=tmp_path)  # its example database stays there
     summary = done.stdout[-6000:]
     assert done.returncode == 0, f"schemathesis found failures:\n{summary}\n{done.stderr}"
     selected = re.search(r"Selected: (\d+)/(\d+)", done.stdout)
