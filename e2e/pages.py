@@ -45,6 +45,15 @@ class Queue:
     page: Page
     event_id: int
 
+    def open(self) -> Queue:
+        self.page.goto(f"/events/{self.event_id}/queue")
+        return self
+
+    @property
+    def room(self) -> Locator:
+        """The waiting room; its ``data-state`` is the visitor's state."""
+        return self.page.get_by_role("region", name="Waiting room")
+
     def wait_until_admitted(self, timeout_ms: float = 30_000) -> SeatMap:
         """The waiting room sends an admitted shopper on to the seat map by itself."""
         self.page.wait_for_url(re.compile(rf"/events/{self.event_id}/seats"),

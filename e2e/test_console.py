@@ -7,12 +7,15 @@ fairness.js, charts.js)."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import BrowserContext, Page, expect
 
 from e2e.harness import Onsale
+from e2e.pages import Queue
+from e2e.pages_console import ConsoleEvent, ConsoleSignIn, FairnessLab
 
 Shot = Callable[[Page, str], Path]
 Shopper = Callable[[], tuple[Page, str]]
@@ -23,102 +26,102 @@ TWO_OR_MORE = re.compile(r"^([2-9]|\d\d+)$")
 def sign_in(page: Page, token: str, start: str = "/ops/") -> None:
     page.goto(start)
     expect(page).to_have_url(re.compile(r"/ops/signin\?next="))
-    page.fill("#admin-token", token)
-    page.click("#ops-signin button[type=submit]")
+    ConsoleSignIn(page).sign_in(token)
     expect(page).to_have_url(re.compile(re.escape(start) + "$"))
 
 
 def test_the_operator_watches_pauses_and_resumes_a_sale(
         onsale: Onsale, new_context: Callable[[], BrowserContext], shopper: Shopper,
         shot: Shot) -> None:
-    event_id = onsale.create_event(queue_policy="fifo", admission_rate_min=6000,
+    name = f"Console night {uuid.uuid4().hex[:6]}"
+    event_id = onsale.create_event(name=name, queue_policy="fifo", admission_rate_min=6000,
                                    admission_rate_max=6000)
     ops = new_context().new_page()
 
     ops.goto("/ops/")
     expect(ops).to_have_url(re.compile(r"/ops/signin"))
-    ops.fill("#admin-token", "certainly-not-the-token")
-    ops.click("#ops-signin button[type=submit]")
-    expect(ops.locator("#flash")).to_contain_text("operator token was not accepted")
-    expect(ops.locator("#flash")).not_to_contain_text("401")
+    signin = ConsoleSignIn(ops)
+    signin.sign_in("certainly-not-the-token")
+    expect(signin.alert).to_contain_text("operator token was not accepted")
+    expect(signin.alert).not_to_contain_text("401")
     shot(ops, "signin-refused")
-    ops.fill("#admin-token", onsale.admin_token)
-    ops.click("#ops-signin button[type=submit]")
+    signin.sign_in(onsale.admin_token)
     expect(ops).to_have_url(re.compile(r"/ops/$"))
     shot(ops, "events")
 
-    ops.click(f'a[href="/ops/events/{event_id}"]')
-    root = ops.locator("#ops-event")
-    expect(root).to_have_attribute("data-loaded", "1")
-    expect(ops.locator("#policy-words")).to_have_text("first come, first served")
-    expect(ops.locator("#policy-frozen")).to_contain_text("Frozen: the sale is open")
-    expect(ops.locator("#rate-max")).to_have_value("6000")
-    expect(ops.locator("#audit-summary")).to_have_text(re.compile(r"All \d+ invariant checks pass"))
+    ops.get_by_role("link", name=name, exact=True).click()
+    console = ConsoleEvent(ops).wait_until_loaded()
+    expect(console.policy.get_by_text("first come, first served", exact=True)).to_be_visible()
+    expect(console.policy).to_contain_text("Frozen: the sale is open")
+    expect(console.rate_max).to_have_value("6000")
+    expect(console.audit).to_contain_text(re.compile(r"All \d+ invariant checks pass"))
     # the figures are refreshed and drawn as rolling sparklines
-    queued = ops.locator('[data-figure="queued"]')
-    expect(queued.locator("svg")).to_have_attribute("data-points", TWO_OR_MORE, timeout=15_000)
-    expect(ops.locator('[data-figure="cdc_lag"] .value')).not_to_have_text("–")
-    expect(ops.locator('[data-figure="payment_unknowns"] .value')).to_have_text("0")
+    expect(console.sparkline("Queued")).to_have_attribute("data-points", TWO_OR_MORE,
+                                                          timeout=15_000)
+    expect(console.figure("Seat-map CDC lag")).not_to_have_text(re.compile(r"–\s*$"))
+    expect(console.figure("Payments unknown")).to_have_text(re.compile(r"\s0\s*$"))
 
     # the policy is frozen once the sale is open: the refusal is a sentence
-    ops.select_option("#policy-select", "random")
-    ops.click("#policy-save")
-    expect(ops.locator("#flash")).to_contain_text(
+    console.change_policy("random draw at the opening (random)")
+    expect(ops.get_by_role("alert")).to_contain_text(
         "The queue policy cannot change once the sale is open.")
 
-    ops.click("#pause")
-    expect(ops.locator("#admission-state")).to_have_attribute("data-state", "paused")
-    expect(ops.locator("#resume")).to_be_enabled()
+    console.pause()
+    expect(console.admission_state).to_have_attribute("data-state", "paused")
+    expect(console.admission.get_by_role("button", name="Resume admission")).to_be_enabled()
     state = onsale.admin("GET", f"/api/ops/events/{event_id}/queue").json()
     assert state["settings"]["paused"] is True
 
     visitor, _ = shopper()
-    visitor.goto(f"/events/{event_id}/queue")
-    room = visitor.locator("#waiting-room")
+    room = Queue(visitor, event_id).open().room
     expect(room).to_have_attribute("data-state", "paused")
     expect(room).to_contain_text("paused")
     shot(visitor, "waiting-room-paused")
-    expect(queued.locator(".value")).to_have_text("1", timeout=15_000)
-    expect(ops.locator("#controller-state")).to_contain_text("paused")
+    expect(console.figure("Queued")).to_have_text(re.compile(r"\s1\s*$"), timeout=15_000)
+    expect(console.controller_state).to_contain_text("paused")
     shot(ops, "event-paused")
 
-    ops.click("#resume")
-    expect(ops.locator("#admission-state")).to_have_attribute("data-state", "running")
+    console.resume()
+    expect(console.admission_state).to_have_attribute("data-state", "running")
     visitor.wait_for_url(f"**/events/{event_id}/seats", timeout=ADMITTED_WITHIN)
-    expect(ops.locator('[data-figure="active"] .value')).to_have_text("1", timeout=15_000)
-    ops.click("#audit-run")
-    expect(ops.locator("#audit-result")).to_have_attribute("data-ok", "1")
+    expect(console.figure("Active shoppers")).to_have_text(re.compile(r"\s1\s*$"), timeout=15_000)
+    console.run_the_audit()
+    expect(console.audit).to_have_attribute("data-ok", "1")
     shot(ops, "event-running")
 
 
 def test_the_fairness_lab_runs_and_draws_its_charts(
         onsale: Onsale, new_context: Callable[[], BrowserContext], shot: Shot) -> None:
     event_id = onsale.create_event(queue_policy="fifo", seats=300, max_tickets_per_account=4)
-    lab = new_context().new_page()
-    sign_in(lab, onsale.admin_token, f"/ops/fairness?event={event_id}")
-    expect(lab.locator("#event_id")).to_have_value(str(event_id))
-    expect(lab.locator("#seats")).to_have_value("300")
+    page = new_context().new_page()
+    sign_in(page, onsale.admin_token, f"/ops/fairness?event={event_id}")
+    lab = FairnessLab(page)
+    expect(lab.field("Take seats, limits, rates and cap from")).to_have_value(str(event_id))
+    expect(lab.field("Seats")).to_have_value("300")
 
-    lab.fill("#visitors", "20000")
-    lab.fill("#seconds", "1200")
-    lab.fill("#onsale_second", "600")
-    lab.fill("#bot_share_percent", "5")
-    lab.fill("#bot_devices", "10")
-    lab.uncheck("input[name=dedupe_accounts]")
-    lab.click("#lab-run")
-    results = lab.locator("#lab-results")
-    expect(results).to_have_attribute("data-state", "ready", timeout=30_000)
-    expect(lab.locator("#lab-summary tr")).to_have_count(2)
-    for chart in ("chart-waits", "chart-cohort-seats", "chart-histogram", "chart-seats",
-                  "chart-admissions"):
-        expect(lab.locator(f"#{chart}")).to_have_attribute("data-points", TWO_OR_MORE)
-        expect(lab.locator(f"#{chart} .series, #{chart} .bar").first).to_be_attached()
-    expect(lab.locator("#lab-note")).to_contain_text("20,000 people")
-    shot(lab, "fairness-lab")
+    lab.field("People").fill("20000")
+    lab.field("Over (seconds)").fill("1200")
+    lab.field("Sale opens at second").fill("600")
+    lab.field("Share of bots (%)").fill("5")
+    lab.field("Devices per bot").fill("10")
+    page.get_by_role("checkbox", name=re.compile("one place per account")).uncheck()
+    lab.simulate()
+    expect(lab.results).to_have_attribute("data-state", "ready", timeout=30_000)
+    expect(lab.summary_rows).to_have_count(2)
+    for name in ("Wait after the opening by arrival cohort",
+                 "Share of people who get seats", "Distribution of waits",
+                 "Seats reached by multi-device visitors", "Admissions over time"):
+        chart = lab.chart(name)
+        expect(chart).to_have_attribute("data-points", TWO_OR_MORE)
+        # the drawing's own parts have no roles: the series or bars drawn
+        expect(chart.locator(".series, .bar").first).to_be_attached()
+    expect(lab.results).to_contain_text("20,000 people")
+    shot(page, "fairness-lab")
 
-    lab.check("input[name=profile][value=counts]")
-    lab.fill("#arrivals", "10, 20, -5")
-    lab.click("#lab-run")
-    expect(lab.locator("#flash")).to_contain_text("arrivals must be a list")
-    expect(results).to_have_attribute("data-state", "error")
-    shot(lab, "fairness-lab-bad-input")
+    page.get_by_role("radio", name="counts per second").check()
+    lab.field("People arriving each second, from the queue opening (commas or spaces)").fill(
+        "10, 20, -5")
+    lab.simulate()
+    expect(page.get_by_role("alert")).to_contain_text("arrivals[2]: expected `int` >= 0")
+    expect(lab.results).to_have_attribute("data-state", "error")
+    shot(page, "fairness-lab-bad-input")

@@ -1,0 +1,110 @@
+"""Page objects of the operator console (docs/console.md): sign-in, the event page and
+the fairness lab, found by role, accessible name and label as e2e/pages.py's are. The
+pages got the names the tests need: the event page's article, the admission and
+controller states and the audit result (role status), each live figure (a group named
+by its label), the lab's results region, its table caption and its charts (role img)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from playwright.sync_api import Locator, Page, expect
+
+
+@dataclass
+class ConsoleSignIn:
+    page: Page
+
+    def sign_in(self, token: str) -> None:
+        self.page.get_by_label("Operator token").fill(token)
+        self.page.get_by_role("button", name="Open the console").click()
+
+    @property
+    def alert(self) -> Locator:
+        return self.page.get_by_role("alert")
+
+
+@dataclass
+class ConsoleEvent:
+    page: Page
+
+    @property
+    def article(self) -> Locator:
+        return self.page.get_by_role("article")
+
+    def wait_until_loaded(self) -> ConsoleEvent:
+        expect(self.article).to_have_attribute("data-loaded", "1")
+        return self
+
+    def region(self, name: str) -> Locator:
+        return self.page.get_by_role("region", name=name)
+
+    @property
+    def policy(self) -> Locator:
+        return self.region("Queue policy")
+
+    def change_policy(self, label: str) -> None:
+        self.policy.get_by_role("combobox", name="Queue policy").select_option(label=label)
+        self.policy.get_by_role("button", name="Change policy").click()
+
+    @property
+    def admission(self) -> Locator:
+        return self.region("Admission")
+
+    @property
+    def admission_state(self) -> Locator:
+        return self.admission.get_by_role("status", name="Admission state")
+
+    @property
+    def controller_state(self) -> Locator:
+        return self.admission.get_by_role("status", name="Controller state")
+
+    def pause(self) -> None:
+        self.admission.get_by_role("button", name="Pause admission").click()
+
+    def resume(self) -> None:
+        self.admission.get_by_role("button", name="Resume admission").click()
+
+    @property
+    def rate_max(self) -> Locator:
+        return self.page.get_by_label("Rate maximum (per minute)")
+
+    def figure(self, name: str) -> Locator:
+        """One live figure: its label and value (the group's text)."""
+        return self.region(re.compile("^Live figures")).get_by_role("group", name=name)
+
+    def sparkline(self, name: str) -> Locator:
+        # The sparkline is a drawing with no role of its own (aria-hidden: the value
+        # beside it says the same); the test reads how many points it drew.
+        return self.figure(name).locator("svg")
+
+    @property
+    def audit(self) -> Locator:
+        return self.region("Invariant audit").get_by_role("status", name="Audit result")
+
+    def run_the_audit(self) -> None:
+        self.region("Invariant audit").get_by_role("button", name="Run the audit again").click()
+
+
+@dataclass
+class FairnessLab:
+    page: Page
+
+    def field(self, label: str) -> Locator:
+        return self.page.get_by_label(label, exact=True)
+
+    def simulate(self) -> None:
+        self.page.get_by_role("button", name="Simulate both policies").click()
+
+    @property
+    def results(self) -> Locator:
+        return self.page.get_by_role("region", name="Results")
+
+    @property
+    def summary_rows(self) -> Locator:
+        return (self.page.get_by_role("table", name="The two policies compared")
+                .get_by_role("rowgroup").nth(1).get_by_role("row"))
+
+    def chart(self, name: str) -> Locator:
+        return self.results.get_by_role("img", name=re.compile("^" + re.escape(name)))
