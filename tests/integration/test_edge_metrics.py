@@ -67,7 +67,7 @@ async def test_proof_of_work_verdicts_are_counted(
         async with api.client(carol, admit=False) as c:
             missing = await c.post(f"/api/events/{event_id}/queue")
             wrong = await c.post(f"/api/events/{event_id}/queue",
-                                 json={"pow": {"challenge": "x", "nonce": "1"}})
+                                 json={"pow": {"challenge": "x", "solution": "1"}})
         assert (missing.status_code, missing.json()["code"]) == (403, "pow_required")
         assert wrong.status_code == 403
         async with api.client() as anon:
