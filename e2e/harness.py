@@ -186,14 +186,6 @@ def stop_onsale(onsale: Onsale) -> None:
     shutil.rmtree(onsale.data_dir, ignore_errors=True)
 
 
-def fill_card(page: Any, number: str, exp: str = "12/34", cvc: str = "123") -> None:
-    """Type a card on the checkout page as a shopper does: number, expiry, CVC (the
-    page tokenizes them at the provider when Pay is clicked)."""
-    page.fill("#card", number)
-    page.fill("#card-exp", exp)
-    page.fill("#card-cvc", cvc)
-
-
 def require_chromium() -> str:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         raise RuntimeError(

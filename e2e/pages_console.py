@@ -1,8 +1,9 @@
-"""Page objects of the operator console (docs/console.md): sign-in, the event page and
-the fairness lab, found by role, accessible name and label as e2e/pages.py's are. The
-pages got the names the tests need: the event page's article, the admission and
-controller states and the audit result (role status), each live figure (a group named
-by its label), the lab's results region, its table caption and its charts (role img)."""
+"""Page objects of the operator console (docs/console.md): sign-in, the events, the event
+page and the fairness lab, found by role, accessible name and label as e2e/pages.py's
+are. The pages got the names the tests need: the events table (its heading), the event
+page's article, the admission and controller states and the audit result (role status),
+each live figure (a group named by its label), the lab's results region, its table
+caption and its charts (role img)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,18 @@ class ConsoleSignIn:
     @property
     def alert(self) -> Locator:
         return self.page.get_by_role("alert")
+
+
+@dataclass
+class ConsoleEvents:
+    """The console's first page: a table of the events."""
+
+    page: Page
+
+    def open_event(self, name: str) -> ConsoleEvent:
+        (self.page.get_by_role("table", name="Events")
+         .get_by_role("link", name=name, exact=True).click())
+        return ConsoleEvent(self.page)
 
 
 @dataclass
@@ -94,6 +107,12 @@ class FairnessLab:
     def field(self, label: str) -> Locator:
         return self.page.get_by_label(label, exact=True)
 
+    def arrivals_as_counts(self) -> None:
+        self.page.get_by_role("radio", name="counts per second").check()
+
+    def one_place_per_account(self, on: bool) -> None:
+        self.page.get_by_role("checkbox", name=re.compile("^one place per account")).set_checked(on)
+
     def simulate(self) -> None:
         self.page.get_by_role("button", name="Simulate both policies").click()
 
@@ -103,8 +122,18 @@ class FairnessLab:
 
     @property
     def summary_rows(self) -> Locator:
+        """One row of cells per policy (not the row of headers)."""
         return (self.page.get_by_role("table", name="The two policies compared")
-                .get_by_role("rowgroup").nth(1).get_by_role("row"))
+                .get_by_role("row").filter(has=self.page.get_by_role("cell")))
+
+    @property
+    def note(self) -> Locator:
+        """The scenario simulated, in words ("20,000 people over 20 min, ...")."""
+        return self.results.get_by_text(re.compile(r"^[\d,]+ people over "))
 
     def chart(self, name: str) -> Locator:
         return self.results.get_by_role("img", name=re.compile("^" + re.escape(name)))
+
+    def chart_marks(self, name: str) -> Locator:
+        # The drawing's own parts (a series' line, a bar) have no role: found by class.
+        return self.chart(name).locator(".series, .bar")

@@ -10,6 +10,7 @@ from pathlib import Path
 from playwright.sync_api import BrowserContext, Page, expect
 
 from e2e.harness import Onsale
+from e2e.pages import EventPage, Queue, SignIn, SignUp, alert, page_text
 
 Shot = Callable[[Page, str], Path]
 
@@ -24,11 +25,11 @@ def test_sign_up_sign_out_and_sign_in_again(
     page = context.new_page()
     email = f"e2e-{uuid.uuid4().hex[:10]}@example.com"
 
-    page.goto("/signup")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill("correct horse battery")
+    signup = SignUp(page).open()
+    signup.email.fill(email)
+    signup.password.fill("correct horse battery")
     shot(page, "signup")
-    page.get_by_label("Password").press("Enter")  # the keyboard submits the form
+    signup.password.press("Enter")  # the keyboard submits the form
     page.wait_for_url(onsale.base_url + "/")
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
     assert signed_in(context)
@@ -39,11 +40,11 @@ def test_sign_up_sign_out_and_sign_in_again(
     expect(page.get_by_role("link", name="Sign in")).to_be_visible()
     assert not signed_in(context)
 
-    page.goto("/signin")
-    page.fill("input[name=email]", email.upper())  # emails match case-insensitively
-    page.fill("input[name=password]", "correct horse battery")
+    signin = SignIn(page).open()
+    signin.email.fill(email.upper())  # emails match case-insensitively
+    signin.password.fill("correct horse battery")
     shot(page, "signin")
-    page.click("#signin-submit")
+    signin.submit()
     page.wait_for_url(onsale.base_url + "/")
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
     assert signed_in(context)
@@ -53,33 +54,31 @@ def test_bad_input_is_explained_in_sentences(
         onsale: Onsale, new_context: Callable[[], BrowserContext], shot: Shot) -> None:
     email, _, _ = onsale.new_account()
     page = new_context().new_page()
-    flash = page.locator("#flash")
+    flash = alert(page)
 
-    page.goto("/signin")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", "not my password")
-    page.click("#signin-submit")
+    signin = SignIn(page).open()
+    signin.sign_in(email, "not my password")
     expect(flash).to_have_text("That email and password do not match an account.")
-    expect(page.locator("input[name=password]")).to_be_focused()
+    expect(signin.password).to_be_focused()
     assert page.url.endswith("/signin")
     shot(page, "signin-wrong-password")
 
-    page.goto("/signup")
-    page.click("#signup-submit")
+    signup = SignUp(page).open()
+    signup.submit()
     expect(flash).to_have_text("Please enter your email address.")
-    page.fill("input[name=email]", "not-an-email")
-    page.fill("input[name=password]", "long enough password")
-    page.click("#signup-submit")
+    signup.email.fill("not-an-email")
+    signup.password.fill("long enough password")
+    signup.submit()
     expect(flash).to_have_text("Please enter a valid email address.")
-    page.fill("input[name=email]", email)
-    page.click("#signup-submit")
+    signup.email.fill(email)
+    signup.submit()
     expect(flash).to_contain_text("An account with this email already exists.")
-    page.fill("input[name=email]", f"new-{email}")
-    page.fill("input[name=password]", "short")
-    page.click("#signup-submit")
+    signup.email.fill(f"new-{email}")
+    signup.password.fill("short")
+    signup.submit()
     expect(flash).to_have_text("Your password must be between 8 and 256 characters.")
     shot(page, "signup-short-password")
-    body = page.locator("body").inner_text()
+    body = page_text(page)
     assert "{" not in body and "problem" not in body.lower()
 
 
@@ -88,11 +87,8 @@ def test_sign_in_returns_to_the_page_that_asked(
     event_id = onsale.create_event(queue_policy="fifo", onsale_at="2099-01-01T10:00:00Z")
     email, password, _ = onsale.new_account()
     page = new_context().new_page()
-    page.goto(f"/events/{event_id}")
-    page.click("#join-queue")
+    signin = EventPage(page, event_id).open().sign_in_to_join()
     page.wait_for_url(f"**/signin?next=/events/{event_id}/queue")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", password)
-    page.click("#signin-submit")
+    signin.sign_in(email, password)
     page.wait_for_url(f"**/events/{event_id}/queue")
-    expect(page.locator("#waiting-room")).to_have_attribute("data-state", "prequeue")
+    expect(Queue(page, event_id).room).to_have_attribute("data-state", "prequeue")

@@ -15,7 +15,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from e2e.harness import Onsale
 from e2e.pages import Queue
-from e2e.pages_console import ConsoleEvent, ConsoleSignIn, FairnessLab
+from e2e.pages_console import ConsoleEvents, ConsoleSignIn, FairnessLab
 
 Shot = Callable[[Page, str], Path]
 Shopper = Callable[[], tuple[Page, str]]
@@ -49,8 +49,7 @@ def test_the_operator_watches_pauses_and_resumes_a_sale(
     expect(ops).to_have_url(re.compile(r"/ops/$"))
     shot(ops, "events")
 
-    ops.get_by_role("link", name=name, exact=True).click()
-    console = ConsoleEvent(ops).wait_until_loaded()
+    console = ConsoleEvents(ops).open_event(name).wait_until_loaded()
     expect(console.policy.get_by_text("first come, first served", exact=True)).to_be_visible()
     expect(console.policy).to_contain_text("Frozen: the sale is open")
     expect(console.rate_max).to_have_value("6000")
@@ -104,7 +103,7 @@ def test_the_fairness_lab_runs_and_draws_its_charts(
     lab.field("Sale opens at second").fill("600")
     lab.field("Share of bots (%)").fill("5")
     lab.field("Devices per bot").fill("10")
-    page.get_by_role("checkbox", name=re.compile("one place per account")).uncheck()
+    lab.one_place_per_account(False)
     lab.simulate()
     expect(lab.results).to_have_attribute("data-state", "ready", timeout=30_000)
     expect(lab.summary_rows).to_have_count(2)
@@ -113,12 +112,11 @@ def test_the_fairness_lab_runs_and_draws_its_charts(
                  "Seats reached by multi-device visitors", "Admissions over time"):
         chart = lab.chart(name)
         expect(chart).to_have_attribute("data-points", TWO_OR_MORE)
-        # the drawing's own parts have no roles: the series or bars drawn
-        expect(chart.locator(".series, .bar").first).to_be_attached()
-    expect(lab.results).to_contain_text("20,000 people")
+        expect(lab.chart_marks(name).first).to_be_attached()  # a series or a bar drawn
+    expect(lab.note).to_contain_text("20,000 people")
     shot(page, "fairness-lab")
 
-    page.get_by_role("radio", name="counts per second").check()
+    lab.arrivals_as_counts()
     lab.field("People arriving each second, from the queue opening (commas or spaces)").fill(
         "10, 20, -5")
     lab.simulate()

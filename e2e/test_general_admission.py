@@ -4,12 +4,14 @@ place, while a second browser watches "N left" change live on its own seat page.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
-from e2e.harness import Onsale, fill_card, wait_for
+from e2e.harness import Onsale
+from e2e.pages import Checkout, EventPage, SeatMap
 
 Shopper = Callable[[], tuple[Page, str]]
 Shot = Callable[[Page, str], Any]
@@ -21,15 +23,14 @@ def admit(page: Page, event_id: int) -> None:
     assert r.status == 200 and r.json().get("admission_token"), r.text()
 
 
-def open_places(page: Page, event_id: int) -> None:
+def open_places(page: Page, event_id: int) -> SeatMap:
     admit(page, event_id)
-    page.goto(f"/events/{event_id}/seats")
-    page.wait_for_function("() => window.onsaleSeatmap && window.onsaleSeatmap.live === 'live'",
-                           timeout=30_000)
+    return SeatMap(page).open(event_id).wait_until_live(seats=False)
 
 
-def left_shown(page: Page, tier_id: int = 1) -> int:
-    return int(page.inner_text(f"#ga-left-{tier_id}").replace(",", ""))
+def left(n: int) -> re.Pattern[str]:
+    """A tier's "… · N left", exactly N."""
+    return re.compile(rf"(^|\s){n:,} left$")
 
 
 def test_places_bought_in_one_browser_count_down_in_another(
@@ -40,34 +41,33 @@ def test_places_bought_in_one_browser_count_down_in_another(
     buyer, _ = shopper()
     watcher, _ = shopper()
     # The event page: the tier with what is left, and a quantity to carry on.
-    buyer.goto(f"/events/{event_id}")
-    assert buyer.inner_text("[data-ga-left='1']") == "50"
-    buyer.select_option("#ga-pick-1", "3")
-    open_places(buyer, event_id)
-    open_places(watcher, event_id)
-    assert left_shown(watcher) == 50
-    assert buyer.input_value("#ga-quantity-1") == "3"  # remembered from the event page
+    event = EventPage(buyer, event_id).open()
+    assert event.places_left("Floor").inner_text() == "50 left"
+    event.how_many("Floor").select_option("3")
+    places = open_places(buyer, event_id)
+    watching = open_places(watcher, event_id)
+    assert watching.places_left_now("Floor") == 50
+    assert places.how_many("Floor").input_value() == "3"  # remembered from the event page
     with buyer.expect_response(lambda r: r.url.endswith("/holds")
                                and r.request.method == "POST") as held:
-        buyer.click("#ga-hold-1")
+        places.hold_places_button("Floor").click()
     assert held.value.status == 201, held.value.text()
     # The other browser's "N left" follows from the live feed, without a reload.
     watcher.evaluate("() => { window.notReloaded = true; }")
-    watcher.wait_for_function("() => document.getElementById('ga-left-1').textContent === '47'",
-                              timeout=10_000)
+    expect(watching.places_left("Floor")).to_have_text(left(47), timeout=10_000)
     assert watcher.evaluate("window.onsaleSeatmap.placesLeft(1)") == 47
     buyer.wait_for_url("**/checkout/*")
-    assert "3 × general admission" in buyer.inner_text("#hold-ga")
-    fill_card(buyer, APPROVE)
-    buyer.click("#pay-button")
-    buyer.wait_for_url("**/orders/*")
-    buyer.wait_for_selector("#order-status[data-status='CAPTURED']", timeout=30_000)
+    checkout = Checkout(buyer)
+    expect(checkout.held.filter(has_text="3 × general admission")).to_have_count(1)
+    order = checkout.pay(APPROVE)
     # One ticket per place, once the ticket consumer has issued them.
-    assert wait_for(lambda: buyer.locator("#tickets li[data-place]").count() == 3, within=30)
-    places = buyer.eval_on_selector_all("#tickets li[data-place]",
-                                        "els => els.map(e => e.dataset.place)")
-    assert sorted(places) == ["1", "2", "3"]
-    assert left_shown(watcher) == 47 and watcher.evaluate("window.notReloaded") is True
+    order.wait_until_paid(tickets=3)
+    tickets = order.tickets.all_inner_texts()
+    assert all(t.startswith("Floor, place ") for t in tickets), tickets
+    numbers = [re.search(r"place (\d+):", t) for t in tickets]
+    assert sorted(n.group(1) for n in numbers if n) == ["1", "2", "3"], tickets
+    assert watching.places_left_now("Floor") == 47
+    assert watcher.evaluate("window.notReloaded") is True
     shot(watcher, "ga-left")
 
 
@@ -76,11 +76,10 @@ def test_a_sold_out_tier_says_so(shopper: Shopper, onsale: Onsale) -> None:
         {"name": "Pit", "price_minor": 2500, "capacity": 2, "stripes": 1, "max_per_hold": 4}])
     first, _ = shopper()
     second, _ = shopper()
-    open_places(first, event_id)
-    open_places(second, event_id)
-    first.select_option("#ga-quantity-1", "2")
-    first.click("#ga-hold-1")
+    buying = open_places(first, event_id)
+    watching = open_places(second, event_id)
+    buying.how_many("Pit").select_option("2")
+    buying.hold_places_button("Pit").click()
     first.wait_for_url("**/checkout/*")
-    second.wait_for_function("() => document.getElementById('ga-left-1').textContent === '0'",
-                             timeout=10_000)
-    assert second.is_disabled("#ga-hold-1")  # nothing left to hold
+    expect(watching.places_left("Pit")).to_have_text(left(0), timeout=10_000)
+    assert watching.hold_places_button("Pit").is_disabled()  # nothing left to hold

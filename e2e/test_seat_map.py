@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Page, WebSocketRoute
+from playwright.sync_api import Page, WebSocketRoute, expect
 
-from e2e.harness import Onsale, fill_card, wait_for
+from e2e.harness import Onsale, wait_for
+from e2e.pages import Checkout, SeatMap, alert_text
 
 Shopper = Callable[[], tuple[Page, str]]
 Shot = Callable[[Page, str], Any]
@@ -30,14 +31,11 @@ def admit(page: Page, event_id: int) -> None:
     assert r.json().get("admission_token"), r.text()
 
 
-def open_map(page: Page, event_id: int, *, join: bool = True) -> None:
+def open_map(page: Page, event_id: int, *, join: bool = True) -> SeatMap:
     """Admitted shopper on the seat map, once it is drawn and live."""
     if join:
         admit(page, event_id)
-    page.goto(f"/events/{event_id}/seats")
-    page.wait_for_function(
-        "() => window.onsaleSeatmap && window.onsaleSeatmap.drawn > 0"
-        " && window.onsaleSeatmap.live === 'live'", timeout=30_000)
+    return SeatMap(page).open(event_id).wait_until_live()
 
 
 def status(page: Page, seat_id: int) -> str:
@@ -51,11 +49,10 @@ def seat_label(page: Page, event_id: int, seat_id: int) -> str:
     return f"Section {seats['section'][i]}, row {seats['row'][i]}, seat {seats['number'][i]}"
 
 
-def hold_seat(page: Page, seat_id: int) -> None:
+def hold_seat(page: Page, seat_id: int) -> Checkout:
     """Select one seat through the page's API and press Hold; lands on checkout."""
     assert page.evaluate("id => window.onsaleSeatmap.select(id)", seat_id) is True
-    page.click("#hold-button")
-    page.wait_for_url("**/checkout/*")
+    return SeatMap(page).hold()
 
 
 @pytest.fixture(scope="module")
@@ -72,25 +69,24 @@ def big_event(onsale: Onsale) -> int:
 def test_the_map_draws_all_50000_seats_with_a_legend(shopper: Shopper, big_event: int,
                                                      shot: Shot) -> None:
     page, _ = shopper()
-    open_map(page, big_event)
+    seat_map = open_map(page, big_event)
     assert page.evaluate("window.onsaleSeatmap.seatCount") == 50_000
     assert page.evaluate("window.onsaleSeatmap.drawn") == 50_000  # the whole venue in view
     # The canvas really has ink on it: many non-background pixels.
-    inked = page.evaluate("""() => {
-        const c = document.getElementById('seat-canvas');
+    inked = seat_map.canvas.evaluate("""c => {
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
         return n; }""")
     assert inked > 20_000
-    legend = page.locator("#seat-legend").inner_text()
+    legend = seat_map.legend.inner_text()
     assert "Premium" in legend and "Sold" in legend and "150.00 USD" in legend
-    assert page.locator("#live-status").inner_text() == "Live updates on"
+    assert seat_map.live_status.inner_text() == "Live updates on"
     shot(page, "seat-map")
-    page.click("#zoom-in")
-    page.click("#zoom-in")
+    seat_map.zoom_in()
+    seat_map.zoom_in()
     page.wait_for_function("() => window.onsaleSeatmap.drawn < 50000")
     shot(page, "seat-map-zoomed")
-    page.click("#zoom-reset")
+    seat_map.whole_venue()
     page.wait_for_function("() => window.onsaleSeatmap.drawn === 50000")
 
 
@@ -99,14 +95,15 @@ def test_two_shoppers_race_for_one_seat(shopper: Shopper, onsale: Onsale, shot: 
     first, _ = shopper()
     second, _ = shopper()
     seat = 42
-    for page in (first, second):
-        open_map(page, event_id)
-        page.evaluate("() => { window.notReloaded = true; }")
-        assert page.evaluate("id => window.onsaleSeatmap.select(id)", seat) is True
-        assert page.locator("#selection li").count() == 1
-    # Both press Hold at (nearly) the same moment; core decides who gets the seat.
-    for page in (first, second):
-        page.evaluate("() => document.getElementById('hold-button').click()")
+    maps = [open_map(page, event_id) for page in (first, second)]
+    for seat_map in maps:
+        seat_map.page.evaluate("() => { window.notReloaded = true; }")
+        assert seat_map.page.evaluate("id => window.onsaleSeatmap.select(id)", seat) is True
+        assert seat_map.seats.count() == 1
+    # Both press Hold at (nearly) the same moment (a click in the page, without waiting on
+    # the other); core decides who gets the seat.
+    for seat_map in maps:
+        seat_map.hold_button.evaluate("button => button.click()")
 
     def on_checkout(page: Page) -> bool:  # asks the page: Page.url may lag while we poll
         try:
@@ -118,7 +115,7 @@ def test_two_shoppers_race_for_one_seat(shopper: Shopper, onsale: Onsale, shot: 
         """The seat went to the other shopper, and this page says so: its hold was refused
         ("just taken"), or the live map took the seat away before its Hold went out
         ("just took")."""
-        text = page.locator("#flash").inner_text()
+        text = alert_text(page)
         return "taken" in text or "just took" in text
 
     def outcome() -> tuple[Page, Page] | None:
@@ -128,9 +125,9 @@ def test_two_shoppers_race_for_one_seat(shopper: Shopper, onsale: Onsale, shot: 
         return None
 
     decided = wait_for(outcome, within=15)
-    assert decided is not None, [(p.url, p.locator("#flash").inner_text()) for p in (first, second)]
+    assert decided is not None, [(p.url, alert_text(p)) for p in (first, second)]
     winner, loser = decided
-    text = loser.locator("#flash").inner_text()
+    text = alert_text(loser)
     assert seat_label(loser, event_id, seat) in text, text
     assert "{" not in text and "seats_unavailable" not in text
     assert not on_checkout(loser)
@@ -147,7 +144,7 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     event_id = onsale.create_event(seats=300)
     buyer, _ = shopper()
     watcher, _ = shopper()
-    open_map(buyer, event_id)
+    buying = open_map(buyer, event_id)
     open_map(watcher, event_id)
     watcher.evaluate("() => { window.notReloaded = true; }")
     seat = 7
@@ -156,7 +153,7 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     assert buyer.evaluate("id => window.onsaleSeatmap.select(id)", seat) is True
     with buyer.expect_response(lambda r: r.url.endswith("/holds")
                                and r.request.method == "POST") as held:
-        buyer.click("#hold-button")
+        buying.hold_button.click()
     assert held.value.status == 201
     # Taken by someone else: the other map turns it from its tier colour to "held".
     started = time.monotonic()
@@ -166,10 +163,11 @@ def test_a_seat_sold_in_one_browser_changes_colour_in_another_within_a_second(
     assert elapsed < 1.3, f"the hold showed up after {elapsed:.2f}s"
     colours.append(watcher.evaluate("id => window.onsaleSeatmap.colour(id)", seat))
     buyer.wait_for_url("**/checkout/*")
-    fill_card(buyer, APPROVE)
+    checkout = Checkout(buyer)
+    checkout.enter_card(APPROVE)
     with buyer.expect_response(lambda r: r.url.endswith("/checkout")
                                and r.request.method == "POST") as answered:
-        buyer.click("#pay-button")
+        checkout.press_pay()
     assert answered.value.status == 201, answered.value.text()
     # The seat was SOLD before the checkout answered; from that answer, the other
     # browser must show it sold within a second (plus a little polling slack).
@@ -188,40 +186,37 @@ def test_the_keyboard_picker_selects_a_seat(shopper: Shopper, onsale: Onsale,
                                             shot: Shot) -> None:
     event_id = onsale.create_event(seats=300)
     page, _ = shopper()
-    open_map(page, event_id)
-    page.focus("#pick-section")
+    seat_map = open_map(page, event_id)
+    seat_map.section.focus()
     page.keyboard.press("ArrowDown")        # the second section
     page.keyboard.press("Tab")              # -> row
     page.keyboard.press("ArrowDown")        # the second row
     page.keyboard.press("Tab")              # -> seat
     page.keyboard.press("ArrowDown")        # the second seat of the row
-    chosen = page.eval_on_selector("#pick-seat", "s => Number(s.value)")
-    section = page.eval_on_selector("#pick-section", "s => s.value")
-    row = page.eval_on_selector("#pick-row", "s => s.value")
-    assert section != page.eval_on_selector("#pick-section", "s => s.options[0].value")
+    chosen = int(seat_map.seat.input_value())
+    section = seat_map.section.input_value()
+    row = seat_map.row.input_value()
+    assert section != seat_map.section.get_by_role("option").first.get_attribute("value")
     page.keyboard.press("Tab")              # -> Add seat
-    assert page.evaluate("document.activeElement.id") == "pick-add"
+    expect(seat_map.add_button).to_be_focused()
     page.keyboard.press("Enter")
     page.wait_for_function("() => window.onsaleSeatmap.selected().length === 1")
     assert page.evaluate("window.onsaleSeatmap.selected()") == [chosen]
-    listed = page.locator("#selection").inner_text()
+    listed = seat_map.selection.inner_text()
     assert f"Section {section}, row {row}" in listed
-    assert page.locator("#selection-total").inner_text() != "0.00 USD"
+    total = seat_map.total.inner_text()
+    assert total.startswith("Total: ") and not total.startswith("Total: 0.00 USD"), total
     shot(page, "keyboard-picked")
-    page.focus("#hold-button")
+    seat_map.hold_button.focus()
     page.keyboard.press("Enter")
     page.wait_for_url("**/checkout/*")
-    assert "Section " + section in page.locator("#hold-seats").inner_text()
+    assert "Section " + section in " ".join(Checkout(page).held.all_inner_texts())
 
 
 def test_best_available_together(shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
     event_id = onsale.create_event(seats=300)
     page, _ = shopper()
-    open_map(page, event_id)
-    page.select_option("#best-quantity", "3")
-    page.check("#best-together")
-    page.click("#best-button")
-    page.wait_for_url("**/checkout/*")
+    checkout = open_map(page, event_id).hold_best_available(3, together=True)
     hold_id = page.url.rsplit("/", 1)[1]
     hold = page.request.get(f"/api/holds/{hold_id}").json()
     seats = hold["seats"]
@@ -229,7 +224,7 @@ def test_best_available_together(shopper: Shopper, onsale: Onsale, shot: Shot) -
     assert len({(s["section"], s["row"]) for s in seats}) == 1
     numbers = sorted(s["number"] for s in seats)
     assert numbers == list(range(numbers[0], numbers[0] + 3))
-    assert page.locator("#hold-seats tr").count() == 3
+    assert checkout.held.count() == 3
     shot(page, "checkout-best-available")
 
 
@@ -237,11 +232,11 @@ def test_the_map_without_admission_points_to_the_waiting_room(
         shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
     event_id = onsale.create_event(seats=300)
     page, _ = shopper()
-    page.goto(f"/events/{event_id}/seats")
-    gate = page.locator("#seat-gate")
+    gate = SeatMap(page).open(event_id).gate
     gate.wait_for(state="visible")
     assert "join the queue" in gate.inner_text()
-    assert page.locator("#seat-gate-link").get_attribute("href") == f"/events/{event_id}/queue"
+    expect(gate.get_by_role("link", name="Go to the waiting room")).to_have_attribute(
+        "href", f"/events/{event_id}/queue")
     assert "{" not in gate.inner_text()
     shot(page, "seat-map-not-admitted")
 
@@ -289,9 +284,9 @@ def test_without_the_socket_the_map_polls_and_says_live_updates_are_paused(
     snapshots: list[float] = []
     page.on("response", lambda r: snapshots.append(time.monotonic())
             if r.url.endswith(f"/api/events/{event_id}/seatmap") else None)
-    page.goto(f"/events/{event_id}/seats")
+    seat_map = SeatMap(page).open(event_id)
     page.wait_for_function("() => window.onsaleSeatmap.live === 'paused'")
-    assert page.locator("#live-status").inner_text().startswith("Live updates paused")
+    assert seat_map.live_status.inner_text().startswith("Live updates paused")
     # Someone else holds a seat: the polled snapshot (max-age 1 s) shows it.
     open_map(other, event_id)
     hold_seat(other, 5)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from e2e.harness import Onsale
+from e2e.pages import SeatMap
 
 Shopper = Callable[[], tuple[Page, str]]
 
@@ -42,7 +43,7 @@ def test_pages_load_under_their_policy_without_console_errors(
     errors = console_errors(page)
     page.goto(f"/events/{event_id}/queue")
     expect(page).to_have_url(f"{onsale.base_url}/events/{event_id}/seats", timeout=30_000)
-    expect(page.locator("#live-status")).not_to_have_text("Loading the seat map…")
+    expect(SeatMap(page).live_status).not_to_have_text("Loading the seat map…")
     page.wait_for_load_state("networkidle")
     assert [e for e in errors if "Failed to load resource" not in e] == []
 
@@ -53,8 +54,9 @@ def test_a_foreign_sites_form_is_refused(onsale: Onsale, shopper: Shopper) -> No
 
     def serve_evil(route: Route) -> None:
         route.fulfill(content_type="text/html", body=(
-            f'<form id="f" method="post" action="{onsale.base_url}/signout"></form>'
-            f'<form id="g" method="post" enctype="text/plain" '
+            f'<form aria-label="Sign out" method="post" action="{onsale.base_url}/signout">'
+            "</form>"
+            f'<form aria-label="Sign up" method="post" enctype="text/plain" '
             f'action="{onsale.base_url}/api/accounts">'
             '<input name=\'{"email":"x@evil.test","password":"12345678","x":"\' value=\'"}\'>'
             "</form>"))
@@ -62,14 +64,14 @@ def test_a_foreign_sites_form_is_refused(onsale: Onsale, shopper: Shopper) -> No
     page.route(f"{evil}/**", serve_evil)
     page.goto(f"{evil}/")
     with page.expect_navigation() as signout:
-        page.evaluate("document.getElementById('f').submit()")
+        page.get_by_role("form", name="Sign out").evaluate("form => form.submit()")
     response = signout.value
     assert response is not None and response.status == 403
     assert response.json()["code"] == "cross_site_request"
 
     page.goto(f"{evil}/")
     with page.expect_navigation() as signup:
-        page.evaluate("document.getElementById('g').submit()")
+        page.get_by_role("form", name="Sign up").evaluate("form => form.submit()")
     response = signup.value
     assert response is not None and response.status == 403
 
