@@ -13,17 +13,26 @@ implementation), not ours.
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from py_ecc.bls.hash_to_curve import hash_to_G1, hash_to_G2
-from py_ecc.bls.point_compression import decompress_G1, decompress_G2
-from py_ecc.bls.typing import G1Compressed, G2Compressed
-from py_ecc.fields import optimized_bls12_381_FQ12 as FQ12
-from py_ecc.optimized_bls12_381.optimized_curve import G1, G2, is_on_curve, neg
-from py_ecc.optimized_bls12_381.optimized_curve import b as B1
-from py_ecc.optimized_bls12_381.optimized_curve import b2 as B2
-from py_ecc.optimized_bls12_381.optimized_pairing import final_exponentiate, pairing
+# py_ecc raises the interpreter's recursion limit to 100,000 when it is imported, for
+# its unoptimised curves, which this module does not use. With that limit a deeply
+# nested JSON body overflows the C stack and kills the process (SIGSEGV) instead of
+# raising RecursionError, so the limit goes back to what it was.
+_RECURSION_LIMIT = sys.getrecursionlimit()
+
+from py_ecc.bls.hash_to_curve import hash_to_G1, hash_to_G2  # noqa: E402
+from py_ecc.bls.point_compression import decompress_G1, decompress_G2  # noqa: E402
+from py_ecc.bls.typing import G1Compressed, G2Compressed  # noqa: E402
+from py_ecc.fields import optimized_bls12_381_FQ12 as FQ12  # noqa: E402
+from py_ecc.optimized_bls12_381.optimized_curve import G1, G2, is_on_curve, neg  # noqa: E402
+from py_ecc.optimized_bls12_381.optimized_curve import b as B1  # noqa: E402
+from py_ecc.optimized_bls12_381.optimized_curve import b2 as B2  # noqa: E402
+from py_ecc.optimized_bls12_381.optimized_pairing import final_exponentiate, pairing  # noqa: E402
+
+sys.setrecursionlimit(_RECURSION_LIMIT)
 
 UNCHAINED_G1 = "bls-unchained-g1-rfc9380"   # signatures on G1, the key on G2 (quicknet)
 CHAINED = "pedersen-bls-chained"            # signatures on G2, the key on G1 (mainnet)

@@ -3,6 +3,9 @@ those chains published (the fixtures are their public values; no network here)."
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from onsale.edge.beacon import MAINNET, QUICKNET, BeaconError, Round, verify, verify_due
@@ -72,3 +75,20 @@ def test_a_round_not_yet_published_is_not_accepted() -> None:
     with pytest.raises(BeaconError, match="not yet published"):
         verify_due(QUICKNET, QUICK_123, due - 1)
     assert verify_due(QUICKNET, QUICK_123, due) == QUICK_123.randomness
+
+
+def test_importing_leaves_the_recursion_limit() -> None:
+    """py_ecc raises the limit to 100,000 on import; with that, a deeply nested JSON body
+    overflows the C stack (SIGSEGV) instead of raising RecursionError. The import in a
+    fresh interpreter leaves the limit as it was, and json's refusal still works."""
+    code = ("import json, sys\n"
+            "before = sys.getrecursionlimit()\n"
+            "import onsale.edge.beacon\n"
+            "assert sys.getrecursionlimit() == before, sys.getrecursionlimit()\n"
+            "try:\n"
+            "    json.loads('[' * 200_000)\n"
+            "except RecursionError:\n"
+            "    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "refused"), done.stderr
