@@ -22,6 +22,7 @@ from typing import Any
 
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QueueStore
+from onsale.edge.risk import OFF, Thresholds
 from onsale.kernel.db import Database
 from onsale.kernel.dependency import is_outage
 
@@ -43,6 +44,7 @@ class EventConfig:
     commitment: str | None
     seed: str | None
     clock_offset: float           # database clock - this process's clock (seconds)
+    risk: Thresholds = OFF        # where the risk bands start (edge/risk.py); OFF: none
 
     def now(self) -> float:
         """The database's idea of now, the clock sales are judged by."""

@@ -1,13 +1,14 @@
 """The edge's metrics (docs/operations.md#the-waiting-room): what an on-sale is watched by.
 
 Per process, counted as requests are answered: joins and polls by what they answered (the
-visitor's state, or the problem: ``rate_limited`` is the 429s), and proof-of-work
-verdicts. Per event, read from Valkey and so the same on every edge process (aggregate
-with ``max by (event)``): queued, active, admitted per minute, the controller's rate and
-state, and the queue's running totals (joined, admitted, abandoned, expired). The
-admission status comes from the status cache the edge refreshes four times a second
-anyway; the counts from one pipelined read per event every ``FIGURES_SECONDS`` (at most
-``MAX_EVENTS`` events, the most recently served first).
+visitor's state, or the problem: ``rate_limited`` is the 429s), proof-of-work
+verdicts, and risk verdicts by band (and the built-in scorer's scores). Per event, read
+from Valkey and so the same on every edge process (aggregate with ``max by (event)``):
+queued, active, admitted per minute, the controller's rate and state, and the queue's
+running totals (joined, admitted, abandoned, expired). The admission status comes from
+the status cache the edge refreshes four times a second anyway; the counts from one
+pipelined read per event every ``FIGURES_SECONDS`` (at most ``MAX_EVENTS`` events, the
+most recently served first).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from onsale.edge.risk import BANDS
 from onsale.kernel.http_metrics import LocalCounter
 
 if TYPE_CHECKING:
@@ -43,9 +45,24 @@ class EdgeMetrics:
         self.pow = Counter(
             "onsale_pow_verdicts", "Proofs of work checked at a join, by verdict (ok, "
             "pow_required, pow_invalid, pow_replayed)", ["verdict"], registry=registry)
+        self.risk = Counter(
+            "onsale_risk_verdicts", "Risk verdicts on joins from a new device, by band "
+            "(low, raised, high, refused)", ["band"], registry=registry)
+        self.risk_scores = Histogram(
+            "onsale_risk_score", "The built-in scorer's scores (0..100) of joins from a "
+            "new device, whatever the event's thresholds", registry=registry,
+            buckets=(0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100))
+        for name in BANDS:  # every band shows, at 0 until it is seen
+            self.risk.labels(name)
         self.figures: dict[int, dict[str, Any]] = {}  # event -> QueueStore.figures()
         self.status: StatusCache | None = None
         registry.register(_QueueCollector(self))
+
+    def risk_verdict(self, band: str, score: int | None) -> None:
+        """One risk verdict (``score``: None when the hook gave none)."""
+        self.risk.labels(band).inc()
+        if score is not None:
+            self.risk_scores.observe(score)
 
     def answered(self, kind: str, outcome: str) -> None:
         """One join or poll answered."""

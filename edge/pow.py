@@ -13,8 +13,8 @@ challenge spent (``SET NX`` for ``remember_ms``) in the same step as the join,
 refusing a second join with it (``pow_replayed``, edge/queue_store.lua).
 
 Proof of work slows bulk joins by one machine; it does not prove a human.
-Which visitors must solve one is decided by the event's difficulty and by
-``RiskHook`` (docs/edge.md#abuse-controls).
+Which visitors must solve one, and how hard, is decided by the event's difficulty and
+by ``RiskHook``'s band (docs/edge.md#abuse-controls).
 """
 
 from __future__ import annotations
@@ -31,10 +31,21 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
+from onsale.edge.risk import (
+    OFF,
+    Band,
+    RiskVerdict,
+    Signals,
+    Thresholds,
+    band,
+    header_signals,
+    score,
+)
+from onsale.edge.risk_memory import QUIET, Recent
+
 SALT = "onsale.pow.v1"
 MAX_DIFFICULTY = 32
 MAX_SOLUTION = 64
-HIGH_RISK_MIN_DIFFICULTY = 18
 _NONCE = re.compile(r"[0-9a-f]{16}")  # secrets.token_hex(8): a challenge's id
 
 
@@ -69,29 +80,62 @@ class Work:
 
 @dataclass(frozen=True)
 class RiskFacts:
-    """What the edge knows about a join request, for a bot-detection hook."""
+    """What the edge knows about a join request from a new device, for a bot-risk hook:
+    the request, the event's risk thresholds, and what this process counted recently
+    (``edge/risk_memory.py``, this join included)."""
 
     event_id: int
     account_id: uuid.UUID
     ip: str
     user_agent: str
     headers: dict[str, str]
+    thresholds: Thresholds = OFF
+    recent: Recent = QUIET
+    page_poll_seconds: float = 2.0
 
 
-# A bot-detection system plugs in here: return True for a visitor that must
-# solve a proof of work (at least HIGH_RISK_MIN_DIFFICULTY bits) to join even
-# when the event does not ask everyone for one. It runs on every join, inline:
-# keep it fast and never let it raise (an exception counts as high risk).
-RiskHook = Callable[[RiskFacts], bool]
+# A bot-detection system plugs in here. It runs on every join from a new device, inline:
+# keep it fast. It answers a ``Band`` (low, raised, high, refused), a ``RiskVerdict``
+# (a band and its score), or a bool (True: high). Raising, or any other answer, counts
+# as high: a failing detector slows visitors down, never lets more in.
+RiskHook = Callable[[RiskFacts], bool | Band | RiskVerdict]
+
+RAISED_RISK_MIN_DIFFICULTY = 14
+HIGH_RISK_MIN_DIFFICULTY = 18
 
 
 def no_risk(facts: RiskFacts) -> bool:
-    """The default hook: nobody is flagged."""
+    """A hook that flags nobody."""
     return False
 
 
-def required_difficulty(event_difficulty: int, high_risk: bool) -> int:
-    if high_risk:
+def signals(facts: RiskFacts) -> Signals:
+    """The built-in scorer's signals of a join. The account's age and its failed
+    sign-ins are not known to the edge without a database or Valkey read: None."""
+    automation, mismatches = header_signals(facts.headers)
+    r = facts.recent
+    return Signals(device_joins=r.device_joins, address_joins=r.address_joins,
+                   net_joins=r.net_joins, account_joins=r.account_joins,
+                   automation_agent=automation, header_mismatches=mismatches,
+                   poll_gaps=r.poll_gaps, page_poll_seconds=facts.page_poll_seconds)
+
+
+def builtin_risk(facts: RiskFacts) -> RiskVerdict:
+    """The built-in scorer (edge/risk.py) against the event's thresholds; the default
+    hook. With no thresholds set on the event every verdict is low."""
+    points = score(signals(facts))
+    return RiskVerdict(band(points, facts.thresholds), points)
+
+
+def required_difficulty(event_difficulty: int, risk: bool | Band) -> int:
+    """The proof of work a join must show: the event's, raised by the risk band (a
+    bool is the hook's first contract: True is high). A refused join is refused before
+    this; it asks for the high band's in case."""
+    if risk is True:
+        risk = Band.HIGH
+    if risk is Band.RAISED:
+        return max(event_difficulty, RAISED_RISK_MIN_DIFFICULTY)
+    if risk in (Band.HIGH, Band.REFUSED):
         return max(event_difficulty, HIGH_RISK_MIN_DIFFICULTY)
     return event_difficulty
 

@@ -31,6 +31,7 @@ from onsale.edge.limits import RateLimiter, retry_after
 from onsale.edge.pow import PowVerdict, RiskFacts, Work, required_difficulty
 from onsale.edge.queue_store import QUEUE_STORE_DOWN, Spend
 from onsale.edge.request_bodies import JOIN_CODES, QueueJoin
+from onsale.edge.risk import Band, RiskVerdict, verdict_of
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.auth import current_account, signed_account
@@ -291,18 +292,41 @@ def work_refused(edge: Edge, event_id: int, account: uuid.UUID, verdict: PowVerd
                    expires_at=utc_iso_ts(challenge.expires_at))
 
 
+RISK_REFUSED = ("This join looks automated, so it was not accepted. Join from an ordinary "
+                "web browser with cookies on, one tab per account, and do not use scripts "
+                "or proxies; if you were, wait a few minutes before trying again. If this "
+                "keeps happening, contact support with the request id.")
+
+
+def risk_verdict(request: Request, edge: Edge, config: EventConfig,
+                 account: uuid.UUID) -> RiskVerdict:
+    """The risk hook's verdict on a join from a new device, counted by band. The join
+    is counted in the process's risk memory first. A hook that raises counts as high:
+    it slows the visitor down, never lets more in."""
+    ip = client_ip(request)
+    headers = dict(request.headers)
+    recent = edge.risk_memory.joined(account, ip, headers)
+    facts = RiskFacts(config.event_id, account, ip, headers.get("user-agent", ""), headers,
+                      thresholds=config.risk, recent=recent,
+                      page_poll_seconds=float(edge.settings.queue_poll_seconds))
+    try:
+        verdict = verdict_of(edge.risk(facts))
+    except Exception:
+        verdict = RiskVerdict(Band.HIGH)  # a failing bot detector must not open the door
+    if edge.metrics is not None:
+        edge.metrics.risk_verdict(verdict.band.value, verdict.score)
+    return verdict
+
+
 async def require_work(request: Request, edge: Edge, config: EventConfig,
                        account: uuid.UUID, body: QueueJoin) -> Work | None:
     """The proof of work this join must spend (None when none is asked for);
     403 with a challenge when it is missing or wrong. Whether it was spent
     already is the join script's to say (``pow_replayed``)."""
-    facts = RiskFacts(config.event_id, account, client_ip(request),
-                      request.headers.get("user-agent", ""), dict(request.headers))
-    try:
-        risky = bool(edge.risk(facts))
-    except Exception:
-        risky = True  # a failing bot detector must not open the door
-    difficulty = required_difficulty(config.pow_difficulty, risky)
+    risk = risk_verdict(request, edge, config, account)
+    if risk.band is Band.REFUSED:
+        raise Problem(403, "risk_refused", detail=RISK_REFUSED)
+    difficulty = required_difficulty(config.pow_difficulty, risk.band)
     if difficulty == 0:
         return None
     proof = None if isinstance(body.pow, UnsetType) else msgspec.structs.asdict(body.pow)
@@ -324,6 +348,7 @@ async def poll(request: Request) -> Response:
     presented = read_ticket(request, edge, event_id, account)
     if presented.ticket is None:
         raise Problem(404, "not_in_queue")
+    edge.risk_memory.polled(account)
     config = edge.configs.cached(event_id) or await event_config(edge, event_id)
     return await present(request, edge, config, presented.ticket, presented, steal=False,
                          live=False)

@@ -17,8 +17,9 @@ from onsale.edge.gate import Gate
 from onsale.edge.limits import RateLimiter
 from onsale.edge.metrics import FIGURES_SECONDS, EdgeMetrics
 from onsale.edge.ops_cache import OpsState
-from onsale.edge.pow import PowCodec, RiskHook, no_risk
+from onsale.edge.pow import PowCodec, RiskHook, builtin_risk
 from onsale.edge.queue_store import QueueStore
+from onsale.edge.risk_memory import RiskMemory
 from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
@@ -47,7 +48,8 @@ class Edge:
     admissions: AdmissionCodec
     gate: Gate
     pow: PowCodec
-    risk: RiskHook = no_risk
+    risk: RiskHook = builtin_risk
+    risk_memory: RiskMemory = field(default_factory=RiskMemory)  # what the scorer counts
     join_ip: RateLimiter = field(default_factory=lambda: _per_minute(600))
     join_account: RateLimiter = field(default_factory=lambda: _per_minute(30))
     poll_ip: RateLimiter = field(default_factory=lambda: _per_minute(6000))
@@ -74,7 +76,7 @@ def edge_state(connection: HTTPConnection) -> Edge:
 
 
 def build_edge(settings: Settings, db: Database, redis: RedisClient, gate: Gate, *,
-               risk: RiskHook = no_risk,
+               risk: RiskHook = builtin_risk,
                capture_status: CaptureStatus | None = None,
                shards: ShardSet | None = None, metrics: EdgeMetrics | None = None) -> Edge:
     """``gate``: the process's one gate (core's sales routes and the seat map check

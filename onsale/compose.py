@@ -29,7 +29,7 @@ from onsale.core.tier import core_routes, running_core
 from onsale.edge.gate import Gate, running_gate
 from onsale.edge.metrics import EdgeMetrics
 from onsale.edge.openapi import EDGE_API
-from onsale.edge.pow import RiskHook, no_risk
+from onsale.edge.pow import RiskHook, builtin_risk
 from onsale.edge.seatmap_gate import seatmap_admission
 from onsale.edge.tier import edge_routes, require_redis, running_edge
 from onsale.kernel.config import CommandSettings, ConfigError, Settings
@@ -152,7 +152,7 @@ def routes_for(tiers: Tiers, settings: Settings) -> list[BaseRoute]:
 
 
 def lifespan_for(tiers: Tiers, settings: Settings, seatmap: SeatmapSettings,
-                 registry: CollectorRegistry, risk: RiskHook = no_risk,
+                 registry: CollectorRegistry, risk: RiskHook = builtin_risk,
                  seatmap_gate: SeatmapGate | None = None) -> Lifespan:
     """The one lifespan: shared parts, the gate, then each tier, stopped in reverse."""
     metrics = Metrics(registry) if tiers.core or tiers.background else None
@@ -230,7 +230,7 @@ def hot_routes(routes: list[BaseRoute]) -> list[HotRoute]:
 
 
 def app_for(tiers: Tiers, settings: Settings, *, seatmap: SeatmapSettings | None = None,
-            risk: RiskHook = no_risk, seatmap_gate: SeatmapGate | None = None) -> Starlette:
+            risk: RiskHook = builtin_risk, seatmap_gate: SeatmapGate | None = None) -> Starlette:
     """The app of any set of tiers (a role's, or a test's). ``risk``: the edge's hook
     for asking a suspicious join for more proof of work; ``seatmap_gate``: the seat
     map's admission check instead of the edge's gate (tests of the fan-out alone)."""

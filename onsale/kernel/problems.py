@@ -68,6 +68,7 @@ TITLES: dict[str, str] = {
     "pow_required": "Solve the proof-of-work challenge to join",
     "pow_invalid": "The proof of work is wrong, expired or for another challenge",
     "pow_replayed": "This proof of work was already used to join; solve the new challenge",
+    "risk_refused": "This join looks automated; join from an ordinary browser, or wait and retry",
     "policy_frozen": "The queue policy cannot change once the sale is open",
     "draw_page_not_found": "The published draw has no such page",
     "not_found": "Not found",
