@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -73,6 +73,17 @@ class Crowd:
         return Crowd(tuple(Visitor(tuple(j + seconds for j in v.joins), v.bot)
                            for v in self.visitors), self.start - seconds)
 
+    def placed(self, opens_at: float | None) -> tuple[Crowd, int]:
+        """The crowd on its sale's clock, and the opening's second on it: ``opens_at``
+        in Unix seconds (None: the opening is the first join). An opening before the
+        first join is second 0, the joins later by as much."""
+        if opens_at is None:
+            return self, 0
+        crowd = self
+        if opens_at < self.start:
+            crowd = self.shifted(int(self.start - opens_at + 0.999))
+        return crowd, crowd.opening_second(opens_at)
+
 
 def parse_time(text: str) -> float:
     """ISO 8601 with a time zone, or Unix seconds, as Unix seconds."""
@@ -101,6 +112,19 @@ def _bot(cell: str | None, line: int) -> bool | None:
     raise CrowdError(line, f"bot is {cell!r}: write true or false (or leave it empty)")
 
 
+def _rows(reader: csv.DictReader[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows with their line numbers; a line the csv module cannot read (a NUL byte,
+    a field past its size limit) is a ``CrowdError`` naming it."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise CrowdError(reader.line_num, f"not CSV ({exc})") from None
+        yield reader.line_num, row
+
+
 def read_crowd(text: str | Iterable[str]) -> Crowd:
     """The crowd of a CSV (its text, or its lines)."""
     lines = io.StringIO(text) if isinstance(text, str) else text
@@ -111,8 +135,7 @@ def read_crowd(text: str | Iterable[str]) -> Crowd:
     reader.fieldnames = names
     joins: dict[str, dict[str, float]] = {}   # account -> device -> first join
     bots: dict[str, bool | None] = {}
-    for row in reader:
-        line = reader.line_num
+    for line, row in _rows(reader):
         if reader.line_num > MAX_ROWS + 1:
             raise CrowdError(line, f"at most {MAX_ROWS:,} rows")
         try:

@@ -1,5 +1,6 @@
 """The operators' dashboard cache of one edge process: one computation per key and
-TTL, shared by every open console, and one fairness simulation at a time."""
+TTL, shared by every open console; and the fairness lab's worker process, with one
+simulation at a time."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from onsale.edge.fairness_worker import LabWorker
 
 
 class Cached:
@@ -36,3 +39,4 @@ class OpsState:
     def __init__(self) -> None:
         self.cache = Cached()
         self.simulating = asyncio.Semaphore(1)
+        self.lab = LabWorker()  # started on the first run; closed with the edge

@@ -9,8 +9,11 @@
   (``?fresh=1``: once per ``AUDIT_MIN_INTERVAL``); concurrent callers wait for
   the same run.
 - ``POST /api/ops/fairness``: the fairness lab (edge/fairness.py) with an
-  event's settings as defaults; one simulation at a time per process, in a
-  thread, so the event loop keeps serving.
+  event's settings as defaults, on a JSON scenario or on an uploaded arrivals CSV
+  (``Content-Type: text/csv``, the settings as query parameters; at most
+  ``MAX_UPLOAD`` bytes); the answer carries the files a sweep writes. One simulation
+  at a time per process, in the lab's worker process (edge/fairness_worker.py), so
+  neither the event loop nor the GIL of the process serving the queue waits for it.
 """
 
 from __future__ import annotations
@@ -29,17 +32,25 @@ from starlette.routing import Route
 
 from onsale.core.audit import run_audit
 from onsale.core.health import HEALTH_KEY
-from onsale.edge.fairness import FairnessInputError, compare, parse_scenario
+from onsale.edge.fairness import FairnessInputError, parse_scenario
+from onsale.edge.fairness_lab import LabRefusal, run_scenario, run_upload
+from onsale.edge.fairness_worker import WorkerDied
 from onsale.edge.health import FRESH_SECONDS, fold
 from onsale.edge.ops import queue_doc
 from onsale.edge.queries import queries
-from onsale.edge.request_bodies import FAIRNESS_CODES, FairnessScenario
+from onsale.edge.request_bodies import FAIRNESS_CODES, FairnessScenario, FairnessUpload
 from onsale.edge.runtime import Edge, edge_state
 from onsale.kernel.auth import require_admin
 from onsale.kernel.bodies import read_body
 from onsale.kernel.dependency import describe
 from onsale.kernel.inputs import int_path
-from onsale.kernel.openapi import EVENT_ID, json_body, problem, request_body
+from onsale.kernel.openapi import (
+    EVENT_ID,
+    json_body,
+    problem,
+    query_parameters,
+    request_body,
+)
 from onsale.kernel.problems import Problem
 from onsale.kernel.timefmt import utc_iso
 
@@ -169,8 +180,67 @@ async def event_defaults(edge: Edge, event_id: Any) -> dict[str, Any]:
             "active_cap": row["active_cap"], "session_seconds": row["hold_ttl_seconds"]}
 
 
-async def fairness(request: Request) -> Response:
-    require_admin(request)
+MAX_UPLOAD = 8 * 2**20  # bytes of an uploaded arrivals CSV (onsale fairness sweep: any)
+_UPLOAD_TOO_LARGE = (f"The arrivals CSV is larger than the lab takes ({MAX_UPLOAD // 2**20} "
+                     "MiB); run onsale fairness sweep --arrivals on it instead.")
+
+
+def is_csv(content_type: str | None) -> bool:
+    return (content_type or "").partition(";")[0].strip().lower() == "text/csv"
+
+
+def upload_settings(request: Request) -> FairnessUpload:
+    """The query parameters of a run on a CSV, each at most once."""
+    seen: set[str] = set()
+    known = FairnessUpload.__struct_fields__
+    for name, _ in request.query_params.multi_items():
+        if name in seen:
+            raise Problem(400, "invalid_request", detail=f"{name} is given more than once.",
+                          field=name)
+        if name not in known:
+            raise Problem(400, "invalid_request", field=name, detail=(
+                f"{name} is no setting of a run on a CSV (the file gives the crowd); "
+                f"known: {', '.join(sorted(known))}."))
+        seen.add(name)
+    try:
+        return msgspec.convert(dict(request.query_params), FairnessUpload, strict=False)
+    except msgspec.ValidationError as error:
+        raise FAIRNESS_CODES.refuse(error) from None
+
+
+async def read_upload(request: Request) -> bytes:
+    """The body, refused with 413 past ``MAX_UPLOAD`` (by Content-Length before it is
+    read, else as it streams)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_UPLOAD:
+        raise Problem(413, "payload_too_large", detail=_UPLOAD_TOO_LARGE)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_UPLOAD:
+            raise Problem(413, "payload_too_large", detail=_UPLOAD_TOO_LARGE)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def upload_job(request: Request) -> tuple[int | None, tuple[Any, ...]]:
+    """The event and the worker's job of a run on an uploaded CSV (read there too)."""
+    settings = upload_settings(request)
+    raw = await read_upload(request)
+    event_id = None if settings.event_id is UNSET else settings.event_id
+    defaults = None if event_id is None else await event_defaults(edge_state(request),
+                                                                   event_id)
+    given = {k: v for k, v in msgspec.structs.asdict(settings).items()
+             if k not in ("event_id", "opens_at") and v is not UNSET}
+    opens_at = None if settings.opens_at is UNSET else settings.opens_at
+    return event_id, (run_upload, raw, given, defaults, opens_at)
+
+
+async def scenario_job(request: Request) -> tuple[int | None, tuple[Any, ...]]:
+    """The event and the worker's job of a run on a JSON scenario."""
+    for name in request.query_params:
+        raise Problem(400, "invalid_request", field=name, detail=(
+            "Query parameters go with a text/csv body; put the settings in the JSON body."))
     body = await read_body(request, FairnessScenario, FAIRNESS_CODES)
     defaults = None
     if body.event_id is not None:
@@ -181,14 +251,32 @@ async def fairness(request: Request) -> Response:
         scenario = parse_scenario(given, defaults)
     except FairnessInputError as exc:
         raise Problem(400, "invalid_request", detail=exc.message, field=exc.field) from None
-    gate = edge_state(request).ops.simulating
-    if gate.locked():
+    return body.event_id, (run_scenario, scenario)
+
+
+async def fairness(request: Request) -> Response:
+    require_admin(request)
+    if is_csv(request.headers.get("content-type")):
+        event_id, job = await upload_job(request)
+    else:
+        event_id, job = await scenario_job(request)
+    ops = edge_state(request).ops
+    if ops.simulating.locked():
         raise Problem(429, "rate_limited", detail="Another simulation is running.",
                       retry_after=1)
-    async with gate:
+    async with ops.simulating:
         started = time.monotonic()
-        doc = await asyncio.to_thread(compare, scenario)
-    doc["event_id"] = body.event_id
+        try:
+            doc: dict[str, Any] = await ops.lab.call(*job)
+        except LabRefusal as refused:
+            line = {} if refused.line is None else {"line": refused.line}
+            raise Problem(400, refused.code, detail=refused.detail, field=refused.field,
+                          **line) from None
+        except WorkerDied:
+            raise Problem(503, "lab_unavailable", detail=(
+                "The lab's worker process stopped during this run (killed, or out of "
+                "memory?); a new one starts with the next run.")) from None
+    doc["event_id"] = event_id
     doc["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     return JSONResponse(doc)
 
@@ -223,16 +311,27 @@ OPS_PATHS: dict[str, dict[str, Any]] = {
                       "503": problem("inventory_unavailable")}}},
     "/api/ops/fairness": {"post": {
         "summary": "The fairness lab: simulate fifo and a random draw for an arrival "
-                   "profile (operator; nothing is stored)",
-        "description": "Rules between fields, each a 400 invalid_request naming the field: "
-                       "arrivals or preset, not both; rate_min <= rate_max; onsale_second "
-                       "within the profile; 1 to 1,000,000 visitors and at most 2,000,000 "
-                       "devices in all.",
+                   "profile or an uploaded arrivals CSV (operator; nothing is stored)",
+        "description": "The body is a JSON scenario (FairnessScenario, no query "
+                       "parameters), or with Content-Type: text/csv an arrivals CSV as "
+                       "onsale fairness sweep --arrivals reads it (at[,account,device,bot]; "
+                       "at most 8 MiB, past it 413 payload_too_large), the settings then "
+                       "in the query parameters; a line of it the lab cannot read is a 400 "
+                       "invalid_arrivals naming the line (detail, line). Rules between "
+                       "fields, each a 400 invalid_request naming the field: arrivals or "
+                       "preset, not both; rate_min <= rate_max; onsale_second within the "
+                       "profile; 1 to 1,000,000 visitors and at most 2,000,000 devices in "
+                       "all. Runs in the lab's worker process: 503 lab_unavailable if it "
+                       "stops during the run.",
         "security": _ADMIN,
-        "requestBody": request_body("FairnessScenario"),
+        "parameters": query_parameters(FairnessUpload),
+        "requestBody": {"required": True, "content": {
+            **request_body("FairnessScenario")["content"],
+            "text/csv": {"schema": {"type": "string"}}}},
         "responses": {"200": json_body("FairnessResult"),
-                      "400": problem("invalid_request", "invalid_json"),
+                      "400": problem("invalid_request", "invalid_json", "invalid_arrivals"),
                       "401": problem("admin_required"), "404": problem("event_not_found"),
+                      "413": problem("payload_too_large"),
                       "429": problem("rate_limited"),
-                      "503": problem("inventory_unavailable")}}},
+                      "503": problem("inventory_unavailable", "lab_unavailable")}}},
 }

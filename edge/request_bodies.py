@@ -31,21 +31,9 @@ class QueueJoin(Struct):
 JOIN_CODES = Codes("invalid_request")
 
 
-class FairnessScenario(Struct, forbid_unknown_fields=True):
-    """A fairness-lab scenario (docs/fairness.md); what it leaves out comes from the event
-    named by ``event_id``, else the lab's defaults. The lab checks the merged scenario
-    again (edge/fairness.py), since an event's settings fill it too."""
+class FairnessSettings(Struct, forbid_unknown_fields=True):
+    """The settings of a fairness-lab run that do not describe the crowd."""
 
-    event_id: Annotated[int, Meta(ge=1, le=2**63 - 1, description=(
-        "Take seats, ticket limit, rates, cap and session length from this event"))] | None = None
-    arrivals: Annotated[list[Annotated[int, Meta(ge=0)]], Meta(
-        min_length=1, max_length=MAX_SECONDS,
-        description="People arriving in each second (second 0: the queue opens); or a preset"
-    )] | UnsetType = UNSET
-    preset: Literal["flat", "spike", "early", "decay"] | UnsetType = UNSET
-    visitors: Annotated[int, Meta(ge=1, le=MAX_VISITORS)] | UnsetType = UNSET
-    seconds: Annotated[int, Meta(ge=1, le=MAX_SECONDS)] | UnsetType = UNSET
-    onsale_second: Annotated[int, Meta(ge=0, le=MAX_SECONDS)] | UnsetType = UNSET
     seats: Annotated[int, Meta(ge=1, le=10_000_000)] | UnsetType = UNSET
     tickets_per_account: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
     tickets_per_human: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
@@ -61,6 +49,36 @@ class FairnessScenario(Struct, forbid_unknown_fields=True):
     horizon_seconds: Annotated[int, Meta(ge=60, le=MAX_HORIZON)] | UnsetType = UNSET
     cohort_seconds: Annotated[int, Meta(ge=1, le=MAX_SECONDS)] | UnsetType = UNSET
     seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] | UnsetType = UNSET
+
+
+_EVENT = ("Take seats, ticket limit, rates, cap and session length from this event")
+
+
+class FairnessScenario(FairnessSettings, forbid_unknown_fields=True):
+    """A fairness-lab scenario (docs/fairness.md); what it leaves out comes from the event
+    named by ``event_id``, else the lab's defaults. The lab checks the merged scenario
+    again (edge/fairness.py), since an event's settings fill it too."""
+
+    event_id: Annotated[int, Meta(ge=1, le=2**63 - 1, description=_EVENT)] | None = None
+    arrivals: Annotated[list[Annotated[int, Meta(ge=0)]], Meta(
+        min_length=1, max_length=MAX_SECONDS,
+        description="People arriving in each second (second 0: the queue opens); or a preset"
+    )] | UnsetType = UNSET
+    preset: Literal["flat", "spike", "early", "decay"] | UnsetType = UNSET
+    visitors: Annotated[int, Meta(ge=1, le=MAX_VISITORS)] | UnsetType = UNSET
+    seconds: Annotated[int, Meta(ge=1, le=MAX_SECONDS)] | UnsetType = UNSET
+    onsale_second: Annotated[int, Meta(ge=0, le=MAX_SECONDS)] | UnsetType = UNSET
+
+
+class FairnessUpload(FairnessSettings, forbid_unknown_fields=True):
+    """The query parameters of a lab run on an uploaded arrivals CSV (the body, as
+    ``onsale fairness sweep --arrivals`` reads it): the settings, the event to take
+    the others from, and when the sale opened on the CSV's clock."""
+
+    event_id: Annotated[int, Meta(ge=1, le=2**63 - 1, description=_EVENT)] | UnsetType = UNSET
+    opens_at: Annotated[str, Meta(min_length=1, max_length=64, description=(
+        "When the sale opened: ISO 8601 with a time zone, or Unix seconds; arrivals "
+        "before it are the pre-queue (default: the first join)"))] | UnsetType = UNSET
 
 
 FAIRNESS_CODES = Codes("invalid_request")

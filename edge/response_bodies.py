@@ -95,6 +95,15 @@ class OpsAudit(Struct):
     cached_for_seconds: float | UnsetType = UNSET
 
 
+class FairnessFile(Struct):
+    """One file of a lab run, as ``onsale fairness sweep`` writes it."""
+
+    media_type: Literal["text/csv", "application/json", "image/png"]
+    encoding: Annotated[Literal["utf-8", "base64"], Meta(description=(
+        "utf-8: content is the file's text; base64: its bytes (the charts)"))]
+    content: str
+
+
 class FairnessResult(Struct):
     """The lab's comparison of fifo and a random draw."""
 
@@ -104,6 +113,9 @@ class FairnessResult(Struct):
     policies: Annotated[dict[str, Any], Meta(description=(
         "fifo and random: totals, humans, bots, cohorts (wait percentiles after the "
         "opening, seat share), wait_histogram, admissions"))] | UnsetType = UNSET
+    files: Annotated[dict[str, FairnessFile], Meta(description=(
+        "The files of the run by name: summary.csv, cohorts.csv, results.json, "
+        "waits.png, bots.png (docs/fairness.md)"))] | UnsetType = UNSET
 
 
 RESPONSE_BODIES = (QueueStatus, QueueDraw, QueueOps, OpsDashboard, OpsAudit,

@@ -46,6 +46,7 @@ async def running_edge(shared: Shared, gate: Gate, *, admitter: bool,
     edge = build_edge(shared.settings, shared.database, shared.redis, gate, risk=risk,
                       capture_status=capture_status, shards=shared.shards, metrics=metrics)
     async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(edge.ops.lab.close)  # the fairness lab's worker
         running: Admitter | None = None
         if admitter:
             bulk = background_redis(redis_url)

@@ -11,8 +11,6 @@ API as the CSV ``sweep --arrivals`` reads."""
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -24,16 +22,8 @@ import httpx
 
 from onsale.edge.fairness import FairnessInputError
 from onsale.edge.fairness_crowd import Crowd, CrowdError, parse_time, read_crowd
-from onsale.edge.fairness_sweep import (
-    AXES,
-    COHORT_COLUMNS,
-    SUMMARY_COLUMNS,
-    cohort_rows,
-    parse_axis,
-    points,
-    run_point,
-    summary_rows,
-)
+from onsale.edge.fairness_files import sweep_files
+from onsale.edge.fairness_sweep import AXES, parse_axis, points, run_point, summary_rows
 from onsale.progress_view import shown
 
 FIXED = {"tickets_per_human": int, "seed": int, "cohort_seconds": int,
@@ -99,16 +89,13 @@ def base_body(args: argparse.Namespace, crowd: Crowd | None) -> tuple[dict[str, 
         if name in body:
             raise FairnessCommandError(f"--{name.replace('_', '-')} is for a synthetic "
                                        "crowd; --arrivals gives its own")
+    opens = None
     if args.opens_at:
         try:
             opens = parse_time(args.opens_at)
         except ValueError as exc:
             raise FairnessCommandError(f"--opens-at: {exc}") from None
-        if opens < crowd.start:  # the opening before the first join: it is second 0
-            crowd = crowd.shifted(int(crowd.start - opens + 0.999))
-        body["onsale_second"] = crowd.opening_second(opens)
-    else:
-        body["onsale_second"] = 0
+    crowd, body["onsale_second"] = crowd.placed(opens)
     body["arrivals"] = list(crowd.arrivals())
     return body, crowd
 
@@ -149,30 +136,15 @@ def sweep(base: dict[str, Any], crowd: Crowd | None, axes: Mapping[str, Sequence
     return [found[i] for i in range(len(todo))]
 
 
-def write_csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
-              axes: Sequence[str]) -> None:
-    names = [*(a for a in axes if a != "policy"), *columns]
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=names, extrasaction="ignore",
-                                lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def write_outputs(out: Path, results: list[dict[str, Any]], axes: Sequence[str],
                   varying: Sequence[str]) -> list[Path]:
-    """The files of a sweep; ``axes`` were given, ``varying`` had several values."""
-    from onsale.fairness_charts import bots_chart, waits_chart
-
+    """The files of a sweep (edge/fairness_files.py); ``axes`` were given, ``varying``
+    had several values."""
     out.mkdir(parents=True, exist_ok=True)
-    summary, cohorts = summary_rows(results), cohort_rows(results)
-    files = [out / "summary.csv", out / "cohorts.csv", out / "results.json",
-             out / "waits.png", out / "bots.png"]
-    write_csv(files[0], summary, SUMMARY_COLUMNS, axes)
-    write_csv(files[1], cohorts, COHORT_COLUMNS, axes)
-    files[2].write_text(json.dumps(results, indent=1) + "\n")
-    waits_chart(results, varying, files[3])
-    bots_chart(summary, files[4])
+    files = []
+    for name, data in sweep_files(results, axes, varying).items():
+        (out / name).write_bytes(data)
+        files.append(out / name)
     return files
 
 

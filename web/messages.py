@@ -79,6 +79,8 @@ SENTENCES: dict[str, str] = {
     "pow_replayed": "That browser check was already used. Your browser will do a new one.",
     "policy_frozen": "The queue policy cannot change once the sale is open.",
     "draw_page_not_found": "The draw has fewer pages than that. Start again from the first page.",
+    "invalid_arrivals": "The arrivals file could not be read.",
+    "lab_unavailable": "The lab stopped during this run. Please run it again.",
     "not_found": "We could not find that page.",
     "method_not_allowed": "That action is not available here.",
     "internal_error": "Something went wrong on our side. Please try again.",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -35,6 +36,19 @@ def json_body(schema_ref: str, description: str = "OK") -> dict[str, Any]:
 def request_body(schema_ref: str, *, required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": {"application/json": {
         "schema": {"$ref": f"#/components/schemas/{schema_ref}"}}}}
+
+
+def query_parameters(kind: Any) -> list[dict[str, Any]]:
+    """The optional query parameters of a Struct's fields, each with its field's schema
+    (the route reads them with ``msgspec.convert(..., strict=False)``)."""
+    _, schemas = msgspec.json.schema_components([kind])
+    out = []
+    for name, schema in schemas[kind.__name__]["properties"].items():
+        schema = dict(schema)
+        described = schema.pop("description", None)
+        param = {"name": name, "in": "query", "required": False, "schema": schema}
+        out.append(param if described is None else {**param, "description": described})
+    return out
 
 
 EVENT_ID = {"name": "event_id", "in": "path", "required": True, "schema": {"type": "integer"}}

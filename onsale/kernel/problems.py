@@ -71,6 +71,8 @@ TITLES: dict[str, str] = {
     "risk_refused": "This join looks automated; join from an ordinary browser, or wait and retry",
     "policy_frozen": "The queue policy cannot change once the sale is open",
     "draw_page_not_found": "The published draw has no such page",
+    "invalid_arrivals": "The arrivals CSV cannot be read",
+    "lab_unavailable": "The fairness lab's worker process stopped; run it again",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "internal_error": "Internal error",

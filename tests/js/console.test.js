@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { admissionRate, scenarioFrom } from "../../web/static/js/fairness.js";
+import { admissionRate, fileBlob, scenarioFrom, uploadQuery } from "../../web/static/js/fairness.js";
 import { explain, safeNext } from "../../web/static/js/ops.js";
 import { bytes, seconds } from "../../web/static/js/ops_event.js";
 
@@ -56,6 +56,27 @@ test("the lab's body from pasted counts: the counts replace visitors and seconds
   // No counts pasted: the preset after all.
   assert.deepEqual(scenarioFrom(form({ profile: "counts", preset: "steady", arrivals: "  " })),
                    { preset: "steady", bot_share: 0, dedupe_accounts: false });
+});
+
+test("an uploaded CSV's query: the settings, not the crowd's size, span or opening", () => {
+  const query = uploadQuery(form({
+    event_id: "7", profile: "csv", preset: "spike", visitors: "5000", seconds: "600",
+    onsale_second: "300", seats: "1500", seed: "3", bot_share_percent: "8",
+    dedupe_accounts: "on", opens_at: " 2026-01-01T10:00:00Z ",
+  }));
+  assert.equal(query.toString(), "event_id=7&seats=1500&seed=3&bot_share=0.08&"
+               + "dedupe_accounts=true&opens_at=2026-01-01T10%3A00%3A00Z");
+  assert.equal(uploadQuery(form({ profile: "csv", opens_at: "" })).toString(),
+               "bot_share=0&dedupe_accounts=false");
+});
+
+test("a file of the answer becomes a Blob: text as it is, a chart from base64", async () => {
+  const csv = fileBlob({ media_type: "text/csv", encoding: "utf-8", content: "policy\nfifo\n" });
+  assert.equal(csv.type, "text/csv");
+  assert.equal(await csv.text(), "policy\nfifo\n");
+  const png = fileBlob({ media_type: "image/png", encoding: "base64", content: "iVBORw0KGgo=" });
+  assert.deepEqual([...new Uint8Array(await png.arrayBuffer())],
+                   [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 });
 
 test("admissions per bucket become a rate per minute at each bucket's start", () => {

@@ -50,12 +50,17 @@ export function newKey() {
     : Array.from(crypto.getRandomValues(new Uint8Array(16)), b => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** @typedef {{method?: string, body?: unknown, headers?: Record<string, string>}} ApiOptions */
+/**
+ * @typedef {{method?: string, body?: unknown, headers?: Record<string, string>,
+ *            upload?: {type: string, data: Blob}}} ApiOptions
+ */
 
 // api("/api/...", {method, body, headers}) -> parsed JSON (or null for 204).
-// A body always goes as JSON with its Content-Type (the API answers any other type
-// with 415 unsupported_media_type); the browser adds Origin, which the server checks
-// on every POST, PUT, PATCH and DELETE (403 cross_site_request from another site).
+// A body goes as JSON with its Content-Type (the API answers any other type with 415
+// unsupported_media_type), except an `upload`: a file sent as it is, under its type, to
+// the one route that reads one (the fairness lab's arrivals CSV, text/csv). The browser
+// adds Origin, which the server checks on every POST, PUT, PATCH and DELETE (403
+// cross_site_request from another site).
 /**
  * @param {string} path
  * @param {ApiOptions} [options]
@@ -65,7 +70,10 @@ export async function api(path, options = {}) {
   /** @type {RequestInit & {headers: Record<string, string>}} */
   const init = { method: options.method || "GET", credentials: "same-origin",
                  headers: { Accept: "application/json", ...(options.headers || {}) } };
-  if (options.body !== undefined) {
+  if (options.upload !== undefined) {
+    init.headers["Content-Type"] = options.upload.type;
+    init.body = options.upload.data;
+  } else if (options.body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(options.body);
   }

@@ -1,6 +1,8 @@
-// The fairness lab: describe a crowd, simulate FIFO and a random draw on the
-// server (POST /api/ops/fairness, edge/fairness.py) and draw what each policy
-// does to waits by arrival cohort and to who reaches the seats.
+// The fairness lab: describe a crowd (a shape, counts per second, or an uploaded CSV of
+// join times), simulate FIFO and a random draw on the server (POST /api/ops/fairness,
+// edge/fairness.py, in the edge's lab worker process), draw what each policy does to
+// waits by arrival cohort and to who reaches the seats, and offer the run's files
+// (the CSV, JSON and charts `onsale fairness sweep` writes) as downloads.
 
 import { flash } from "./api.js";
 import { barChart, COLORS, formatNumber, histogram, lineChart } from "./charts.js";
@@ -40,6 +42,54 @@ export function scenarioFrom(data) {
   body.bot_share = Number(data.get("bot_share_percent") || 0) / 100;
   body.dedupe_accounts = data.get("dedupe_accounts") === "on";
   return body;
+}
+
+// The query of a run on an uploaded CSV: the settings but the crowd's own (its size,
+// span and opening come from the file and `opens_at`), as the route's query parameters.
+export function uploadQuery(data) {
+  const body = scenarioFrom(data);
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(body)) {
+    if (["arrivals", "preset", "visitors", "seconds", "onsale_second"].includes(name)) continue;
+    query.set(name, String(value));
+  }
+  const opens = String(data.get("opens_at") || "").trim();
+  if (opens) query.set("opens_at", opens);
+  return query;
+}
+
+const DOWNLOADS = [
+  ["summary.csv", "Summary (CSV)"],
+  ["cohorts.csv", "Cohorts (CSV)"],
+  ["results.json", "Whole result (JSON)"],
+  ["waits.png", "Waits chart (PNG)"],
+  ["bots.png", "Bots chart (PNG)"],
+];
+
+// One file of the answer (`files`, edge/fairness_lab.py) as a Blob.
+export function fileBlob({ media_type: type, encoding, content }) {
+  if (encoding !== "base64") return new Blob([content], { type });
+  const bytes = Uint8Array.from(atob(content), c => c.charCodeAt(0));
+  return new Blob([bytes], { type });
+}
+
+let links = [];
+
+function offerDownloads(files) {
+  for (const url of links) URL.revokeObjectURL(url);
+  links = [];
+  const items = DOWNLOADS.filter(([name]) => files && files[name]).map(([name, label]) => {
+    const url = URL.createObjectURL(fileBlob(files[name]));
+    links.push(url);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    a.textContent = label;
+    const li = document.createElement("li");
+    li.append(a);
+    return li;
+  });
+  document.getElementById("lab-downloads").replaceChildren(...items);
 }
 
 // Admissions per bucket -> [second the bucket starts, admitted per minute in it].
@@ -100,6 +150,7 @@ export function draw(result) {
          label: "Admissions over time" });
   document.getElementById("lab-summary").replaceChildren(
     ...policies.map(([p, doc]) => summaryRow(p, doc)));
+  offerDownloads(result.files);
   const s = result.scenario;
   document.getElementById("lab-note").textContent =
     `${formatNumber(s.people)} people over ${minutes(s.seconds)} min, the sale opening at minute ` +
@@ -132,9 +183,11 @@ export function initLab() {
   const form = document.getElementById("lab-form");
   const results = document.getElementById("lab-results");
   const toggle = () => {
-    const counts = form.elements.profile.value === "counts";
-    document.getElementById("profile-counts").hidden = !counts;
-    document.getElementById("profile-preset").hidden = counts;
+    const profile = form.elements.profile.value;
+    document.getElementById("profile-counts").hidden = profile !== "counts";
+    document.getElementById("profile-preset").hidden = profile !== "preset";
+    document.getElementById("profile-csv").hidden = profile !== "csv";
+    document.getElementById("profile-onsale").hidden = profile === "csv";
   };
   for (const radio of form.querySelectorAll("input[name=profile]")) radio.addEventListener("change", toggle);
   toggle();
@@ -142,12 +195,23 @@ export function initLab() {
   fillFromEvent(form);
   form.addEventListener("submit", async event => {
     event.preventDefault();
+    const file = form.elements.arrivals_csv.files[0];
+    const upload = form.elements.profile.value === "csv";
+    if (upload && !file) {
+      form.elements.arrivals_csv.setAttribute("aria-invalid", "true");
+      flash("Choose the arrivals CSV first.");
+      return;
+    }
+    form.elements.arrivals_csv.removeAttribute("aria-invalid");
     const button = document.getElementById("lab-run");
     button.disabled = true;
     results.dataset.state = "running";
     flash("Simulating…", "info");
     try {
-      const result = await opsApi("/api/ops/fairness", { method: "POST", body: scenarioFromForm(form) });
+      const result = upload
+        ? await opsApi(`/api/ops/fairness?${uploadQuery(new FormData(form))}`,
+                       { method: "POST", upload: { type: "text/csv", data: file } })
+        : await opsApi("/api/ops/fairness", { method: "POST", body: scenarioFromForm(form) });
       results.hidden = false;
       draw(result);
       results.dataset.state = "ready";
@@ -155,7 +219,8 @@ export function initLab() {
     } catch (error) {
       results.dataset.state = "error";
       const field = error.problem && error.problem.field;
-      flash(field ? `${explain(error)} (${field.replaceAll("_", " ")})` : explain(error));
+      const named = field && !(error.problem.line && field === "arrivals");
+      flash(named ? `${explain(error)} (${field.replaceAll("_", " ")})` : explain(error));
     } finally {
       button.disabled = false;
     }

@@ -1,12 +1,16 @@
 """The fairness lab's charts, drawn with matplotlib (headless, Agg): waits by arrival
-cohort per policy, and the bots' share of tickets against the devices each bot uses."""
+cohort per policy, and the bots' share of tickets against the devices each bot uses.
+
+matplotlib is imported when a chart is first drawn, never with this module: the edge
+process imports it, and only the lab's worker process (edge/fairness_worker.py) and
+``onsale fairness sweep`` draw."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MAX_LINES = 8
 
@@ -26,7 +30,8 @@ def _label(point: Mapping[str, Any], axes: Sequence[str]) -> str:
     return ", ".join(shown) or "the scenario"
 
 
-def waits_chart(results: Sequence[Mapping[str, Any]], axes: Sequence[str], path: Path) -> None:
+def waits_chart(results: Sequence[Mapping[str, Any]], axes: Sequence[str],
+                path: Path | IO[bytes]) -> None:
     """One panel per policy: the median wait after the opening of each arrival cohort
     (line) and its 10th-90th percentile band, for up to ``MAX_LINES`` points."""
     plt = _pyplot()
@@ -50,11 +55,11 @@ def waits_chart(results: Sequence[Mapping[str, Any]], axes: Sequence[str], path:
             panel.legend(fontsize="small", loc="upper right")
     panels[0][0].set_ylabel("wait, minutes (median; band p10-p90)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
 
-def bots_chart(summary: Sequence[Mapping[str, Any]], path: Path) -> None:
+def bots_chart(summary: Sequence[Mapping[str, Any]], path: Path | IO[bytes]) -> None:
     """The bots' share of the tickets sold against ``bot_devices``, one line per policy
     (the mean over the other settings swept; one point when bot devices were not)."""
     plt = _pyplot()
@@ -73,5 +78,5 @@ def bots_chart(summary: Sequence[Mapping[str, Any]], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
