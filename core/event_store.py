@@ -14,6 +14,7 @@ from onsale.core.event_rows import delete_rows, tables_on
 from onsale.core.event_spec import EventSpec
 from onsale.core.layout import generate, venue_document
 from onsale.core.queries import queries
+from onsale.kernel.beacon_chain import Chain, commitment_document
 from onsale.kernel.progress import Progress, silent
 from onsale.kernel.shards import ShardSet
 
@@ -30,22 +31,28 @@ class _Prepared:
     seats: list[Any]
     seed: str | None
     commitment: str | None
+    beacon: dict[str, Any] | None  # the beacon round committed with the seed
 
 
-async def _prepare(spec: EventSpec) -> _Prepared:
+async def _prepare(spec: EventSpec, beacon: Chain | None) -> _Prepared:
     # Half a second of CPU for 50,000 seats: in a thread, so that the event loop (and
     # every request, and every dependency timeout, in this process) keeps running.
     seats = (await asyncio.to_thread(generate, spec.seats, tiers=len(spec.tiers))
              if spec.seats else [])  # general admission only
     seed = new_seed() if spec.queue.policy == "random" else None
-    return _Prepared(spec, seats, seed, None if seed is None else commitment(seed))
+    if seed is None:
+        return _Prepared(spec, seats, None, None, None)
+    committed = None if beacon is None else commitment_document(
+        beacon, spec.onsale_at.timestamp())
+    return _Prepared(spec, seats, seed, commitment(seed), committed)
 
 
 SEAT_CHUNK = 50_000
 
 
 async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
-                       shard: Any = None, progress: Progress = silent) -> int:
+                       shard: Any = None, progress: Progress = silent,
+                       beacon: Chain | None = None) -> int:
     """Create an event; its id comes from the directory's events identity.
 
     ``shard`` None: the event lives in the directory's own database (shard 1), and
@@ -57,8 +64,9 @@ async def create_event(directory: Any, spec: EventSpec, *, shard_id: int = 1,
     between the two deletes the shard's rows again; a crash there leaves them on the
     shard under an id no placement names and no other event will get.
     ``progress`` hears of each of the four steps (layout, seats, catalogue, statistics).
+    ``beacon``: the chain whose round a random draw commits to (None: the seed alone).
     """
-    p = await _prepare(spec)
+    p = await _prepare(spec, beacon)
     q = queries("events")
     seats = f"{len(p.seats):,} seats"
     async with directory.transaction():
@@ -130,7 +138,7 @@ async def _insert_event(conn: Any, event_id: int, p: _Prepared) -> None:
         spec.max_tickets_per_account, spec.max_seats_per_hold, len(p.seats),
         spec.queue.policy, spec.queue.prequeue_at, spec.queue.admission_rate_min,
         spec.queue.admission_rate_max, spec.queue.active_cap, spec.queue.pow_difficulty,
-        p.commitment)
+        p.commitment, p.beacon)
 
 
 def _tiers(spec: EventSpec) -> list[dict[str, Any]]:
@@ -150,7 +158,7 @@ async def _write_catalogue(conn: Any, event_id: int, p: _Prepared, shard_id: int
     """The directory's part besides the events row: the draw's secret, the placement."""
     q = queries("events")
     if p.seed is not None and p.commitment is not None:
-        await conn.execute(q["insert_draw_secret"], event_id, p.seed, p.commitment)
+        await conn.execute(q["insert_draw_secret"], event_id, p.seed, p.commitment, p.beacon)
     await conn.execute(q["place_event"], event_id, shard_id)
 
 
@@ -204,8 +212,14 @@ async def sync_event_copy(directory: Any, shards: ShardSet, event_id: int) -> No
         await conn.execute(q["sync_queue_columns"], event_id, row)
 
 
-async def commit_draw_seed(conn: Any, event_id: int) -> None:
-    """Choose the seed of the event's random draw and publish its commitment
-    (once: an event keeps its first seed whatever its policy becomes)."""
+async def commit_draw_seed(conn: Any, event_id: int, beacon: Chain | None = None) -> None:
+    """Choose the seed of the event's random draw and publish its commitment, with the
+    first round of ``beacon`` due after the sale opens (once: an event keeps its first
+    seed whatever its policy becomes)."""
+    q = queries("events")
     seed = new_seed()
-    await conn.execute(queries("events")["insert_draw_secret"], event_id, seed, commitment(seed))
+    committed = None
+    if beacon is not None:
+        onsale_at = await conn.fetchval(q["onsale_at"], event_id)
+        committed = commitment_document(beacon, onsale_at.timestamp())
+    await conn.execute(q["insert_draw_secret"], event_id, seed, commitment(seed), committed)

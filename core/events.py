@@ -28,6 +28,7 @@ from onsale.core.state import core_state
 from onsale.core.venue_cache import parse_layout_hash, validator
 from onsale.core.venues import VenueLayouts
 from onsale.kernel.auth import require_admin
+from onsale.kernel.beacon_chain import chain_setting
 from onsale.kernel.bodies import read_body
 from onsale.kernel.inputs import (
     accepts_gzip,
@@ -149,12 +150,13 @@ async def post_event(request: Request) -> Response:
         )
         home = await new_event_home(conn, spec.shard)
         if not home.dsn:  # the directory's own database: one transaction
-            event_id = await create_event(conn, spec)
+            event_id = await create_event(conn, spec, beacon=chain_setting(settings.beacon))
             doc = await event_document_on(conn, event_id)  # in this transaction
         else:
             async with shards.database(home.shard_id).slow_connection() as on_shard:
                 event_id = await create_event(conn, spec, shard_id=home.shard_id,
-                                              shard=on_shard)
+                                              shard=on_shard,
+                                              beacon=chain_setting(settings.beacon))
                 doc = await event_document_on(on_shard, event_id)
         assert doc is not None  # created just above
         doc = operator_event_json(doc, home.shard_id)

@@ -20,6 +20,7 @@ from typing import Any
 from onsale.core.hold_rules import effective_status
 from onsale.core.queries import queries
 from onsale.core.venue_cache import layout_path
+from onsale.kernel.beacon_chain import beacon_summary
 from onsale.kernel.db import Database
 from onsale.kernel.placement import Placement
 from onsale.kernel.problems import Problem
@@ -68,6 +69,7 @@ def queue_json(row: Any) -> dict[str, Any]:
             "seed": row["draw_seed"],
             "drawn_at": utc_iso(row["drawn_at"]) if row["drawn_at"] else None,
             "verify": f"/api/events/{row['event_id']}/queue/draw",
+            "beacon": beacon_summary(row["beacon_commitment"], row["beacon_outcome"]),
         },
     }
 

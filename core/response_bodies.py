@@ -29,6 +29,23 @@ class Account(Struct):
     created_at: Time
 
 
+class BeaconSummary(Struct):
+    """The public randomness beacon round the draw mixes into the seed, committed with
+    it (docs/edge.md#a-draw-nobody-can-predict)."""
+
+    chain: Annotated[str, Meta(description="The drand chain's name")]
+    chain_hash: Annotated[str, Meta(description="The chain's hash, hex")]
+    round: Annotated[int, Meta(ge=1, description="The committed round")]
+    due_at: Annotated[Time, Meta(description="When the chain publishes the round")]
+    state: Annotated[Literal["waiting", "drawn", "fallback"], Meta(
+        description="drawn: mixed into the seed; waiting: the draw waits for it; "
+                    "fallback: the operator drew with the seed alone")]
+    drawn_round: Annotated[int | None, Meta(
+        description="The round drawn with (later than the committed one only when the "
+                    "pre-queue closed after it was due)")]
+    fallback_reason: Annotated[str | None, Meta(description="The operator's reason")]
+
+
 class Draw(Struct):
     """The random draw's commitment, then its revealed seed (docs/edge.md)."""
 
@@ -36,6 +53,8 @@ class Draw(Struct):
     seed: Annotated[str | None, Meta(description="Revealed by the draw")]
     drawn_at: Time | None
     verify: Annotated[str, Meta(description="The draw document's URL")]
+    beacon: Annotated[BeaconSummary | None, Meta(
+        description="None: the draw is by the operator's seed alone")]
 
 
 class QueuePolicy(Struct):

@@ -60,6 +60,12 @@ CREATE TABLE events (
     draw_commitment         text,
     draw_seed               text,
     drawn_at                timestamptz,
+    -- 0009: the beacon round committed with the seed (the chain and the round), when
+    -- the pre-queue closed, and the round drawn with or the operator's fallback
+    -- (docs/edge.md#a-draw-nobody-can-predict).
+    beacon_commitment       jsonb,
+    draw_closed_at          timestamptz,
+    beacon_outcome          jsonb,
     CONSTRAINT events_admission_rate_bounds CHECK (admission_rate_min <= admission_rate_max),
     CONSTRAINT events_prequeue_before_onsale CHECK (prequeue_at <= onsale_at)
 );

@@ -31,6 +31,7 @@ from onsale.edge.admitter_step import (
     CountPrequeue,
     Draw,
     Drawn,
+    DrawWaiting,
     EventRun,
     EventStep,
     Leased,
@@ -46,12 +47,14 @@ from onsale.edge.admitter_step import (
 )
 from onsale.edge.caches import EventConfig, every, status_from
 from onsale.edge.controller import Targets
-from onsale.edge.draw import draw_order
+from onsale.edge.draw import draw_key_of, draw_order
+from onsale.edge.draw_beacon import BeaconWait, Waiting
 from onsale.edge.health import HealthSource
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import Fenced, QueueStore
 from onsale.edge.runtime import Edge
 from onsale.edge.shard_copy import copy_to_shard
+from onsale.kernel.beacon_chain import chain_setting
 from onsale.kernel.config import Settings
 from onsale.kernel.progress import crossed_tenth
 
@@ -96,6 +99,8 @@ class Admitter:
                            targets=targets or targets_from(settings),
                            control_seconds=control_seconds)
         self.runs: dict[int, EventRun] = {}
+        # The beacon rounds draws wait for (the relays asked at most every second).
+        self.beacons = BeaconWait(settings.beacon_relays.split(","))
         self.record = record
         self.admitted: list[tuple[int, str]] = []  # only with record=True (tests)
         self._events: list[int] = []
@@ -155,8 +160,7 @@ class Admitter:
                 return await store.sweep(event_id, action.fence, action.now_ms, action.grace_ms,
                                          action.claim_ms, action.idle_ms)
             case Draw(fence=fence):
-                await self.draw(config, fence)
-                return Drawn()
+                return Drawn() if await self.draw(config, fence) else DrawWaiting()
             case CountPrequeue():
                 return Prequeue(await self.bulk.prequeue_size(event_id))
             case MergePrequeue(fence=fence):
@@ -177,25 +181,31 @@ class Admitter:
             case _:
                 assert_never(action)
 
-    async def draw(self, config: EventConfig, fence: int) -> None:
-        """Close the pre-queue, order it by the committed seed, publish the
-        participants and the seed, then give the places (idempotent steps: a
-        new lease holder repeats them with the same participants)."""
-        store, event_id = self.bulk, config.event_id
+    async def draw(self, config: EventConfig, fence: int) -> bool:
+        """Close the pre-queue, wait for the committed beacon round if there is one,
+        order the participants by the draw's key, publish them and the seed, then give
+        the places (idempotent steps: a new lease holder repeats them with the same
+        participants). False while the beacon round is awaited (the next tick asks
+        again; the pre-queue stays closed)."""
+        store, event_id, q = self.bulk, config.event_id, queries("queue")
         await store.close_draw(event_id, fence)
         async with self.edge.db.slow_connection() as conn:
-            secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
+            secret = await conn.fetchrow(q["draw_secret"], event_id)
             if secret is None:  # no seed committed: nothing to draw by
-                await commit_draw_seed(conn, event_id)
-                secret = await conn.fetchrow(queries("queue")["draw_secret"], event_id)
+                await commit_draw_seed(conn, event_id, chain_setting(self.edge.settings.beacon))
+                secret = await conn.fetchrow(q["draw_secret"], event_id)
+            closed_at = await conn.fetchval(q["draw_closed_at"], event_id)
+            outcome = await self.beacons.outcome(conn, event_id, secret, closed_at)
+            if isinstance(outcome, Waiting):
+                return False
             members = sorted(await store.participants(event_id))
             recorded = members
-            if not await conn.fetchval(queries("queue")["record_draw"], event_id, members):
+            if not await conn.fetchval(q["record_draw"], event_id, members):
                 # Recorded before (a repeat): the first record's participants, always.
-                recorded = await conn.fetchval(queries("queue")["recorded_draw"], event_id)
-            await conn.execute(queries("queue")["reveal_seed"], event_id)
+                recorded = await conn.fetchval(q["recorded_draw"], event_id)
+            await conn.execute(q["reveal_seed"], event_id)
         await copy_to_shard(self.edge, event_id)  # the seed, public now, on the shard too
-        order = draw_order(secret["seed"], [str(p) for p in recorded])
+        order = draw_order(draw_key_of(secret["seed"], outcome), [str(p) for p in recorded])
         for start in range(0, len(order), DRAW_CHUNK):
             await store.assign_draw(event_id, fence, start, order[start:start + DRAW_CHUNK])
             given = min(start + DRAW_CHUNK, len(order))
@@ -205,3 +215,4 @@ class Admitter:
         await store.finish_draw(event_id, fence)
         self.edge.configs.forget(event_id)
         log.info("event %s: drew %d participants", event_id, len(order))
+        return True

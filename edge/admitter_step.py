@@ -15,7 +15,9 @@ The actions, and the answer each is fed back with, in the order a tick takes the
   the active shoppers and the admitted not yet arrived, who fill the cap;
 - before the sale, or with the ``passthrough`` policy: ``Publish`` the event's
   status, and nothing else;
-- ``random``, not drawn yet: ``Draw`` -> ``Drawn``;
+- ``random``, not drawn yet: ``Draw`` -> ``Drawn``, or ``DrawWaiting`` while the
+  committed beacon round is not published: ``Publish`` the state ``drawing``, and
+  nothing else;
 - ``fifo``, the pre-queue not merged yet and no draw before:
   ``CountPrequeue`` -> ``Prequeue``, and when it holds anyone ``MergePrequeue``
   -> ``Merged``;
@@ -150,6 +152,11 @@ class Drawn:
 
 
 @dataclass(frozen=True)
+class DrawWaiting:
+    """The draw waits for its committed beacon round (the pre-queue is closed)."""
+
+
+@dataclass(frozen=True)
 class Prequeue:
     size: int
 
@@ -164,7 +171,8 @@ class Published:
     pass
 
 
-Answer = Leased | Status | Swept | Drawn | Prequeue | Merged | Health | Admitted | Published
+Answer = (Leased | Status | Swept | Drawn | DrawWaiting | Prequeue | Merged | Health | Admitted
+          | Published)
 
 
 class EventStep:
@@ -195,6 +203,10 @@ class EventStep:
             case Drawn():
                 self._run.drawn = True
                 return self._control()
+            case DrawWaiting():  # nobody is admitted before the draw: say so, and end
+                return Publish({**self._stamp(), "state": "drawing",
+                                "paused": int(self.config.paused), "rate": self._run.rate,
+                                "measured": 0})
             case Prequeue():
                 if answer.size:
                     return MergePrequeue(self._lease.fence)

@@ -17,11 +17,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from onsale.kernel.beacon_chain import CHAINED, UNCHAINED_G1, Chain
+
 # py_ecc raises the interpreter's recursion limit to 100,000 when it is imported, for
 # its unoptimised curves, which this module does not use. With that limit a deeply
 # nested JSON body overflows the C stack and kills the process (SIGSEGV) instead of
 # raising RecursionError, so the limit goes back to what it was.
-_RECURSION_LIMIT = sys.getrecursionlimit()
+RECURSION_LIMIT = sys.getrecursionlimit()
 
 from py_ecc.bls.hash_to_curve import hash_to_G1, hash_to_G2  # noqa: E402
 from py_ecc.bls.point_compression import decompress_G1, decompress_G2  # noqa: E402
@@ -32,50 +34,14 @@ from py_ecc.optimized_bls12_381.optimized_curve import b as B1  # noqa: E402
 from py_ecc.optimized_bls12_381.optimized_curve import b2 as B2  # noqa: E402
 from py_ecc.optimized_bls12_381.optimized_pairing import final_exponentiate, pairing  # noqa: E402
 
-sys.setrecursionlimit(_RECURSION_LIMIT)
+sys.setrecursionlimit(RECURSION_LIMIT)
 
-UNCHAINED_G1 = "bls-unchained-g1-rfc9380"   # signatures on G1, the key on G2 (quicknet)
-CHAINED = "pedersen-bls-chained"            # signatures on G2, the key on G1 (mainnet)
 _DST = {UNCHAINED_G1: b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_",
         CHAINED: b"BLS_SIG_BLS12381G2_XMD:SHA-256_SSWU_RO_NUL_"}
 
 
 class BeaconError(ValueError):
     """A round that is not the chain's: a bad signature, another round's, or not due."""
-
-
-@dataclass(frozen=True)
-class Chain:
-    """A drand chain, as its ``/info`` document describes it."""
-
-    name: str
-    hash: str            # the chain hash: sha256 of its info, its name on every API
-    public_key: str      # hex: the group's key (G2 for UNCHAINED_G1, G1 for CHAINED)
-    scheme: str
-    period: int          # seconds between rounds
-    genesis_time: int    # Unix seconds of round 1
-
-    def round_at(self, unix: float) -> int:
-        """The latest round due at ``unix`` (0 before the genesis)."""
-        if unix < self.genesis_time:
-            return 0
-        return int((unix - self.genesis_time) // self.period) + 1
-
-    def time_of(self, round_: int) -> int:
-        """When ``round_`` is due (Unix seconds)."""
-        return self.genesis_time + (round_ - 1) * self.period
-
-
-QUICKNET = Chain(
-    "quicknet", "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971",
-    "83cf0f2896adee7eb8b5f01fcad3912212c437e0073e911fb90022d3e760183c8c4b450b6a0a6c3ac6a5"
-    "776a2d1064510d1fec758c921cc22b0e17e63aaf4bcb5ed66304de9cf809bd274ca73bab4af5a6e9c76a"
-    "4bc09e76eae8991ef5ece45a", UNCHAINED_G1, 3, 1692803367)
-MAINNET = Chain(
-    "mainnet", "8990e7a9aaed2ffed73dbd7092123d6f289930540d7651336225dc172e51b2ce",
-    "868f005eb8e6e4ca0a47c8a77ceaa5309a47978a7c71bc5cce96366b5d7a569937c529eeda66c7293784"
-    "a9402801af31", CHAINED, 30, 1595431050)
-CHAINS = {c.name: c for c in (QUICKNET, MAINNET)}
 
 
 @dataclass(frozen=True)

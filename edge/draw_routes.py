@@ -27,14 +27,27 @@ from onsale.kernel.problems import Problem
 from onsale.kernel.timefmt import utc_iso
 
 IMMUTABLE = "public, max-age=31536000, immutable"
-METHOD = ("place i = i-th participant sorted by HMAC-SHA256(key=seed, msg=id), hex "
-          "ascending; check sha256(seed) == commitment (python -m onsale.edge.draw)")
+METHOD = ("place i = i-th participant sorted by HMAC-SHA256(key=k, msg=id), hex ascending, "
+          "where k = sha256(seed || beacon randomness) hex, or the seed alone without a "
+          "beacon or after the operator's fallback; check sha256(seed) == commitment and "
+          "the beacon round against the chain's key (python -m onsale.edge.draw)")
 
 
 def past_the_end(wanted: DrawSlice, count: int) -> Problem:
     pages = wanted.pages(count)
     return Problem(404, "draw_page_not_found", pages=pages,
                    detail=f"The draw has {pages} page(s) of {wanted.per_page}.")
+
+
+def beacon_part(row: Any) -> dict[str, Any] | None:
+    """The beacon round committed with the seed, when the pre-queue closed, and the round
+    drawn with (or the operator's fallback); None: the draw is by the seed alone."""
+    if row["beacon_commitment"] is None:
+        return None
+    closed = row["draw_closed_at"]
+    return {"commitment": row["beacon_commitment"],
+            "closed_at": utc_iso(closed) if closed else None,
+            "outcome": row["beacon_outcome"]}
 
 
 async def _build(edge: Edge, event_id: int, wanted: DrawSlice) -> Built:
@@ -53,6 +66,7 @@ async def _build(edge: Edge, event_id: int, wanted: DrawSlice) -> Built:
         "participant_count": count if published else None,
         "page": wanted.page, "per_page": wanted.per_page, "pages": None, "next": None,
         "participants": None,
+        "beacon": beacon_part(row),
         "method": METHOD,
     }
     if not published:

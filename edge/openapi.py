@@ -8,7 +8,8 @@ from typing import Any
 from onsale.core.request_bodies import QueueSettings
 from onsale.edge.ops_arrivals import ARRIVALS_PATHS
 from onsale.edge.ops_dashboard import OPS_PATHS
-from onsale.edge.request_bodies import FairnessScenario, QueueJoin
+from onsale.edge.ops_draw import DRAW_OPS_PATHS
+from onsale.edge.request_bodies import DrawFallback, FairnessScenario, QueueJoin
 from onsale.edge.response_bodies import RESPONSE_BODIES
 from onsale.kernel.bodies import components
 from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem, request_body
@@ -98,10 +99,11 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
 # Every body is a Struct (edge/request_bodies.py, edge/response_bodies.py, and the
 # queue settings core's event creation shares): these are their components, generated.
 EDGE_SCHEMAS: dict[str, Any] = components(
-    [QueueJoin, QueueSettings, FairnessScenario, *RESPONSE_BODIES])
+    [QueueJoin, QueueSettings, FairnessScenario, DrawFallback, *RESPONSE_BODIES])
 
 # The operator console's routes (edge/ops_dashboard.py).
 EDGE_PATHS.update(OPS_PATHS)
 EDGE_PATHS.update(ARRIVALS_PATHS)
+EDGE_PATHS.update(DRAW_OPS_PATHS)
 
 EDGE_API = ApiSpec("edge", EDGE_PATHS, EDGE_SCHEMAS)

@@ -20,6 +20,7 @@ from onsale.edge.queue_store import QUEUE_STORE_DOWN
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.auth import require_admin
+from onsale.kernel.beacon_chain import chain_setting
 from onsale.kernel.bodies import read_body
 from onsale.kernel.inputs import int_path
 from onsale.kernel.problems import Problem
@@ -96,7 +97,7 @@ async def update_queue(request: Request) -> Response:
                            spec.admission_rate_min, spec.admission_rate_max, spec.active_cap,
                            spec.pow_difficulty)
         if spec.policy == "random":
-            await commit_draw_seed(conn, event_id)
+            await commit_draw_seed(conn, event_id, chain_setting(edge.settings.beacon))
     await copy_to_shard(edge, event_id)
     return JSONResponse(await queue_doc(edge, event_id))
 

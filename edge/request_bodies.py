@@ -7,11 +7,13 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from onsale.core.request_bodies import NAME_PATTERN
 from onsale.edge.fairness import MAX_HORIZON, MAX_SECONDS, MAX_VISITORS
 from onsale.edge.pow import MAX_SOLUTION
 from onsale.kernel.bodies import Codes
 
 MAX_CHALLENGE = 512
+FALLBACK_PATTERN = NAME_PATTERN  # words: no control characters, not only spaces
 
 
 class Proof(Struct):
@@ -83,4 +85,16 @@ class FairnessUpload(FairnessSettings, forbid_unknown_fields=True):
 
 FAIRNESS_CODES = Codes("invalid_request")
 
-BODY_CODES = {"QueueJoin": JOIN_CODES, "FairnessScenario": FAIRNESS_CODES}
+
+class DrawFallback(Struct, forbid_unknown_fields=True):
+    """The operator's decision to draw with the seed alone (docs/edge.md#when-the-beacon-
+    does-not-answer): shown to every shopper with the draw."""
+
+    reason: Annotated[str, Meta(min_length=1, max_length=500, pattern=FALLBACK_PATTERN,
+                                description="Why, in words shoppers will read")]
+
+
+DRAW_FALLBACK_CODES = Codes("invalid_request")
+
+BODY_CODES = {"QueueJoin": JOIN_CODES, "FairnessScenario": FAIRNESS_CODES,
+              "DrawFallback": DRAW_FALLBACK_CODES}

@@ -30,6 +30,45 @@ class QueueStatus(Struct):
         "Send as Admission-Token on sales routes"))] | UnsetType = UNSET
 
 
+class BeaconChain(Struct):
+    """A drand chain as its ``/info`` document describes it."""
+
+    name: str
+    hash: Annotated[str, Meta(description="The chain hash, hex")]
+    public_key: Annotated[str, Meta(description="The group's BLS key, hex")]
+    scheme: Literal["bls-unchained-g1-rfc9380", "pedersen-bls-chained"]
+    period: Annotated[int, Meta(ge=1, description="Seconds between rounds")]
+    genesis_time: Annotated[int, Meta(description="Unix seconds of round 1")]
+
+
+class BeaconCommitment(Struct):
+    """Published with the seed's hash, before the pre-queue opens."""
+
+    chain: BeaconChain
+    round: Annotated[int, Meta(ge=1, description="The first round due after the sale opens")]
+
+
+class BeaconOutcome(Struct):
+    """The round drawn with, as the chain published it; or ``fallback``: the operator
+    drew with the seed alone after the round stayed unpublished."""
+
+    round: int | UnsetType = UNSET
+    signature: Annotated[str, Meta(description="BLS signature, hex")] | UnsetType = UNSET
+    previous_signature: Annotated[str, Meta(description="Chained chains only, hex")
+                                  ] | UnsetType = UNSET
+    randomness: Annotated[str, Meta(description="sha256(signature), hex")
+                          ] | UnsetType = UNSET
+    fallback: Annotated[dict[str, str], Meta(description="reason, at")] | UnsetType = UNSET
+
+
+class DrawBeacon(Struct):
+    """The public randomness beacon of a draw (docs/edge.md#a-draw-nobody-can-predict)."""
+
+    commitment: BeaconCommitment
+    closed_at: Annotated[Time | None, Meta(description="When the pre-queue closed")]
+    outcome: Annotated[BeaconOutcome | None, Meta(description="None until the draw")]
+
+
 class QueueDraw(Struct):
     """One page of the random draw's document (docs/edge.md#the-random-draw)."""
 
@@ -44,6 +83,8 @@ class QueueDraw(Struct):
     next: str | UnsetType | None = UNSET
     participants: Annotated[list[str] | None, Meta(description=(
         "This page's slice of the sorted participant ids"))] | UnsetType = UNSET
+    beacon: Annotated[DrawBeacon | None, Meta(description=(
+        "None: the draw is by the operator's seed alone"))] | UnsetType = UNSET
     method: str | UnsetType = UNSET
 
 
@@ -118,5 +159,5 @@ class FairnessResult(Struct):
         "waits.png, bots.png (docs/fairness.md)"))] | UnsetType = UNSET
 
 
-RESPONSE_BODIES = (QueueStatus, QueueDraw, QueueOps, OpsDashboard, OpsAudit,
+RESPONSE_BODIES = (QueueStatus, QueueDraw, DrawBeacon, QueueOps, OpsDashboard, OpsAudit,
                    FairnessResult)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from starlette.routing import BaseRoute
 
-from onsale.edge import draw_routes, ops, ops_arrivals, ops_dashboard, routes
+from onsale.edge import draw_routes, ops, ops_arrivals, ops_dashboard, ops_draw, routes
 from onsale.edge.admitter import Admitter
 from onsale.edge.gate import Gate
 from onsale.edge.metrics import EdgeMetrics
@@ -24,7 +24,7 @@ from onsale.kernel.tasks import stop_background
 
 def edge_routes() -> list[BaseRoute]:
     return [*routes.routes, *draw_routes.routes, *ops.routes, *ops_dashboard.routes,
-            *ops_arrivals.routes]
+            *ops_arrivals.routes, *ops_draw.routes]
 
 
 def require_redis(settings: Settings) -> str:

@@ -40,6 +40,7 @@ from onsale.embedded import (
 )
 from onsale.environment import report_unknown
 from onsale.kernel import patroni_api
+from onsale.kernel.beacon_chain import Chain, ChainError, chain_setting
 from onsale.kernel.config import CommandSettings, ConfigError, Settings, hold_defaults
 from onsale.kernel.db import init_connection
 from onsale.kernel.http_limits import HttpLimits
@@ -261,9 +262,17 @@ async def _seed(url: str, seats: int, progress: Progress = silent) -> tuple[int,
             return int(existing), False
         spec = await event_spec(conn, {"name": DEMO_EVENT, "seats": seats,
                                        "ga_tiers": [DEMO_GA_TIER]})
-        return await create_event(conn, spec, progress=progress), True
+        return await create_event(conn, spec, progress=progress, beacon=_beacon()), True
     finally:
         await conn.close()
+
+
+def _beacon() -> Chain | None:
+    """The chain a new random draw commits to (ONSALE_BEACON, checked like Settings)."""
+    try:
+        return chain_setting(os.environ.get("ONSALE_BEACON", "off"))
+    except ChainError as exc:
+        raise ConfigError(f"ONSALE_BEACON: {exc}") from None
 
 
 async def event_spec(conn: Any, body: dict[str, Any]) -> EventSpec:
@@ -287,11 +296,11 @@ async def _create_event(url: str, body: dict[str, Any], progress: Progress = sil
         spec = await event_spec(conn, body)
         home = await new_event_home(conn, spec.shard)
         if not home.dsn:  # the directory's own database
-            return await create_event(conn, spec, progress=progress)
+            return await create_event(conn, spec, progress=progress, beacon=_beacon())
         shard = await _connect(home.dsn)
         try:
             return await create_event(conn, spec, shard_id=home.shard_id, shard=shard,
-                                      progress=progress)
+                                      progress=progress, beacon=_beacon())
         finally:
             await shard.close()
     finally:

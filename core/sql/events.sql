@@ -8,9 +8,9 @@ SELECT nextval(pg_get_serial_sequence('events', 'event_id'));
 INSERT INTO events (event_id, name, venue_name, starts_at, onsale_at, currency,
                     hold_ttl_seconds, max_tickets_per_account, max_seats_per_hold, seat_count,
                     queue_policy, prequeue_at, admission_rate_min, admission_rate_max,
-                    active_cap, pow_difficulty, draw_commitment)
+                    active_cap, pow_difficulty, draw_commitment, beacon_commitment)
 OVERRIDING SYSTEM VALUE
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17);
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
 
 -- name: place_event
 -- The switch: once this commits, every process routes the event to shard $2.
@@ -26,14 +26,18 @@ LEFT JOIN event_placement p ON p.shard_id = s.shard_id
 LEFT JOIN events e ON e.event_id = p.event_id
 GROUP BY s.shard_id ORDER BY s.shard_id;
 
+-- name: onsale_at
+SELECT onsale_at FROM events WHERE event_id = $1;
+
 -- name: insert_draw_secret
--- A random draw's seed, kept out of every API until the draw; its hash is public.
+-- A random draw's seed, kept out of every API until the draw; its hash is public, and
+-- so is the beacon round it will be mixed with ($4, NULL: the seed alone).
 WITH secret AS (
     INSERT INTO event_draw_secrets (event_id, seed) VALUES ($1, $2)
     ON CONFLICT (event_id) DO NOTHING
     RETURNING event_id
 )
-UPDATE events SET draw_commitment = $3
+UPDATE events SET draw_commitment = $3, beacon_commitment = $4::jsonb
 WHERE event_id = $1 AND EXISTS (SELECT 1 FROM secret);
 
 -- name: insert_tier
@@ -66,7 +70,7 @@ INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, 
 SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
        e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
        e.queue_policy, e.prequeue_at, e.draw_commitment, e.draw_seed, e.drawn_at,
-       e.pow_difficulty,
+       e.beacon_commitment, e.beacon_outcome, e.pow_difficulty,
        (SELECT jsonb_agg(jsonb_build_object('tier_id', t.tier_id, 'name', t.name,
                                             'price_minor', t.price_minor) ORDER BY t.tier_id)
         FROM price_tiers t
@@ -132,10 +136,11 @@ SELECT shard_id FROM shards ORDER BY shard_id;
 -- draw). The hold functions read none of them (docs/scaling.md#placing-an-event).
 UPDATE events e
 SET (queue_policy, prequeue_at, admission_rate_min, admission_rate_max, active_cap,
-     pow_difficulty, admission_paused, draw_commitment, draw_seed, drawn_at)
+     pow_difficulty, admission_paused, draw_commitment, draw_seed, drawn_at,
+     beacon_commitment, draw_closed_at, beacon_outcome)
   = (d.queue_policy, d.prequeue_at, d.admission_rate_min, d.admission_rate_max,
      d.active_cap, d.pow_difficulty, d.admission_paused, d.draw_commitment, d.draw_seed,
-     d.drawn_at)
+     d.drawn_at, d.beacon_commitment, d.draw_closed_at, d.beacon_outcome)
 FROM jsonb_populate_record(NULL::events, $2::text::jsonb) d
 WHERE e.event_id = $1;
 

@@ -29,8 +29,34 @@ WHERE event_id = $1;
 UPDATE events SET admission_paused = $2 WHERE event_id = $1 RETURNING event_id;
 
 -- name: draw_secret
-SELECT s.seed, e.draw_commitment FROM event_draw_secrets s JOIN events e USING (event_id)
+-- The seed, and the beacon round committed with it and what became of it.
+SELECT s.seed, e.draw_commitment, e.beacon_commitment, e.beacon_outcome
+FROM event_draw_secrets s JOIN events e USING (event_id)
 WHERE s.event_id = $1;
+
+-- name: draw_closed_at
+-- When the pre-queue closed: the first draw attempt's time, kept by every repeat.
+UPDATE events SET draw_closed_at = coalesce(draw_closed_at, now())
+WHERE event_id = $1
+RETURNING draw_closed_at;
+
+-- name: record_beacon_outcome
+-- The beacon round drawn with, or the operator's fallback to the seed alone ($2), once
+-- and before the seed is revealed: whichever comes first stands. Returns what stands.
+WITH won AS (
+    UPDATE events SET beacon_outcome = $2::jsonb
+    WHERE event_id = $1 AND beacon_commitment IS NOT NULL AND beacon_outcome IS NULL
+      AND draw_seed IS NULL
+    RETURNING beacon_outcome
+)
+SELECT coalesce((SELECT beacon_outcome FROM won),
+                (SELECT beacon_outcome FROM events WHERE event_id = $1));
+
+-- name: draw_beacon
+-- The beacon of an event's draw, for the operator's fallback.
+SELECT e.queue_policy, e.onsale_at, e.draw_seed, e.beacon_commitment, e.draw_closed_at,
+       e.beacon_outcome
+FROM events e WHERE e.event_id = $1;
 
 -- name: record_draw
 -- Publish the draw's participants ($2, sorted), once: the draw's row and its chunks of
@@ -72,7 +98,8 @@ WHERE e.event_id = $1 AND s.event_id = e.event_id;
 -- overlap the page are read (a chunk holds at most 10,000 ids, so the one holding $2
 -- starts at $2 - 9999 or later); a draw recorded before migration 0006 (no
 -- participant_count) is sliced from its array. The ids come as text, ready to send.
-SELECT e.draw_commitment, e.draw_seed, e.drawn_at,
+SELECT e.draw_commitment, e.draw_seed, e.drawn_at, e.beacon_commitment,
+       e.draw_closed_at, e.beacon_outcome,
        coalesce(d.participant_count, cardinality(d.participants)) AS participant_count,
        CASE WHEN e.draw_seed IS NULL OR d.event_id IS NULL THEN NULL
             WHEN d.participant_count IS NULL THEN d.participants[$2:$3]::text[]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onsale.kernel.beacon_chain import ChainError, chain_setting
 from onsale.kernel.settings import ConfigError, Section, setting
 
 _PER_MINUTE = "requests per minute, integer ≥ 1"
@@ -14,6 +15,21 @@ def admission_keys(name: str, raw: str) -> str:
         if key and len(key) < 16:
             raise ConfigError(f"every {name} key must be at least 16 characters")
     return raw
+
+
+def beacon_chain(name: str, raw: str) -> str:
+    try:
+        chain_setting(raw)
+    except ChainError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    return raw.strip()
+
+
+def beacon_relays(name: str, raw: str) -> str:
+    urls = [u.strip() for u in raw.split(",") if u.strip()]
+    if not urls or not all(u.startswith(("http://", "https://")) for u in urls):
+        raise ConfigError(f"{name} must list http(s) URLs, comma-separated")
+    return ",".join(u.rstrip("/") for u in urls)
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,24 @@ class WaitingRoomSettings(Section):
     target_active_headroom: float = setting(
         0.9, "At this share of the active cap the rate stops growing.", positive=True, hi=1,
         range_doc="fraction in (0, 1]")
+
+    beacon: str = setting(
+        "off", "The public randomness beacon a random draw commits to with its seed and "
+        "mixes in when the sale opens, so that not even the operator can predict it "
+        "([edge.md](edge.md#a-draw-nobody-can-predict)): `quicknet` or `mainnet` (drand's "
+        "public chains), a file holding another drand chain's `/info` document, or `off` "
+        "(the operator's seed alone).", parse=beacon_chain,
+        range_doc="`off`, `quicknet`, `mainnet` or a chain info file")
+    beacon_relays: str = setting(
+        "https://api.drand.sh,https://drand.cloudflare.com",
+        "The drand HTTP relays asked for the committed round, in turn. What they answer "
+        "is checked against the chain's public key, so a relay cannot change a draw; it "
+        "can only withhold the round.", parse=beacon_relays,
+        range_doc="comma-separated http(s) URLs")
+    beacon_grace_seconds: int = setting(
+        120, "How long after the committed round is due the operator must wait before "
+        "drawing with the seed alone (`POST /api/ops/events/{id}/draw/fallback`).",
+        lo=10, hi=86400, unit="s")
 
     def check(self) -> None:
         if self.queue_poll_seconds * 2 > self.queue_abandon_seconds:

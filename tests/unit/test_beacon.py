@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from onsale.edge.beacon import MAINNET, QUICKNET, BeaconError, Round, verify, verify_due
+from onsale.edge.beacon import BeaconError, Round, verify, verify_due
+from onsale.kernel.beacon_chain import MAINNET, QUICKNET
 
 # quicknet round 123 (api.drand.sh/52db9ba7…c84e971/public/123)
 QUICK_123 = Round(123, "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482"

@@ -112,9 +112,13 @@ function show(body) {
     return;
   }
   if (state === "prequeue") {
-    setState(state, body.position == null
-      ? "The sale has not opened yet. You are in the draw: your place in line is drawn when the sale opens."
-      : "The sale has not opened yet. You are in line and keep your place.");
+    const opened = body.onsale_at != null && Date.parse(body.onsale_at) <= Date.now();
+    setState(state, body.position != null
+      ? "The sale has not opened yet. You are in line and keep your place."
+      : opened
+        ? "The sale has opened and the draw is under way (it waits for the public beacon's "
+          + "round when there is one). You are in the draw: your place comes shortly."
+        : "The sale has not opened yet. You are in the draw: your place in line is drawn when the sale opens.");
     showCountdown("The sale opens in", body.onsale_at, poll);
     showPosition(body.position, body.eta_seconds);
   } else if (state === "waiting") {
