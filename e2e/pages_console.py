@@ -3,14 +3,15 @@ page and the fairness lab, found by role, accessible name and label as e2e/pages
 are. The pages got the names the tests need: the events table (its heading), the event
 page's article, the admission and controller states and the audit result (role status),
 each live figure (a group named by its label), the lab's results region, its table
-caption and its charts (role img)."""
+caption, its charts (role img) and its downloads (links named for the file)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Download, Locator, Page, expect
 
 
 @dataclass
@@ -110,6 +111,12 @@ class FairnessLab:
     def arrivals_as_counts(self) -> None:
         self.page.get_by_role("radio", name="counts per second").check()
 
+    def arrivals_from_csv(self, path: Path, opened_at: str = "") -> None:
+        """Upload a CSV of join times, the sale opening at ``opened_at``."""
+        self.page.get_by_role("radio", name="a CSV of join times").check()
+        self.field("Arrivals CSV file").set_input_files(path)
+        self.field("Sale opened at (ISO 8601 or Unix seconds)").fill(opened_at)
+
     def one_place_per_account(self, on: bool) -> None:
         self.page.get_by_role("checkbox", name=re.compile("^one place per account")).set_checked(on)
 
@@ -137,3 +144,13 @@ class FairnessLab:
     def chart_marks(self, name: str) -> Locator:
         # The drawing's own parts (a series' line, a bar) have no role: found by class.
         return self.chart(name).locator(".series, .bar")
+
+    @property
+    def downloads(self) -> Locator:
+        return self.results.get_by_role("list", name="Downloads").get_by_role("link")
+
+    def download(self, name: str) -> Download:
+        """Click the download link named ``name`` ("Summary (CSV)") and take the file."""
+        with self.page.expect_download() as started:
+            self.results.get_by_role("link", name=name, exact=True).click()
+        return started.value

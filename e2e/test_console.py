@@ -1,11 +1,12 @@
 """The operator console in a real browser against a real ``onsale dev``:
 sign-in with the admin token, the live figures and their charts, the frozen
 policy in words, pause and resume seen from a shopper's waiting room, the
-audit, and the fairness lab (web/templates/ops/, web/static/js/ops*.js,
-fairness.js, charts.js)."""
+audit, and the fairness lab, on a shaped crowd and on an uploaded CSV with its
+downloads (web/templates/ops/, web/static/js/ops*.js, fairness.js, charts.js)."""
 
 from __future__ import annotations
 
+import csv
 import re
 import uuid
 from collections.abc import Callable
@@ -123,3 +124,40 @@ def test_the_fairness_lab_runs_and_draws_its_charts(
     expect(page.get_by_role("alert")).to_contain_text("arrivals[2]: expected `int` >= 0")
     expect(lab.results).to_have_attribute("data-state", "error")
     shot(page, "fairness-lab-bad-input")
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "docs" / "fairness" / "sample-arrivals.csv"
+
+
+def test_the_fairness_lab_runs_on_an_uploaded_csv_and_offers_its_files(
+        onsale: Onsale, new_context: Callable[[], BrowserContext], shot: Shot,
+        tmp_path: Path) -> None:
+    page = new_context().new_page()
+    sign_in(page, onsale.admin_token, "/ops/fairness")
+    lab = FairnessLab(page)
+    lab.field("Seats").fill("1500")
+    lab.arrivals_from_csv(SAMPLE, "2026-01-01T10:00:00Z")
+    lab.simulate()
+    expect(lab.results).to_have_attribute("data-state", "ready", timeout=60_000)
+    expect(lab.summary_rows).to_have_count(2)
+    expect(lab.note).to_contain_text("2,619 people")  # the sample's accounts
+    expect(lab.downloads).to_have_count(5)
+    shot(page, "fairness-lab-upload")
+
+    summary = lab.download("Summary (CSV)")
+    assert summary.suggested_filename == "summary.csv"
+    saved = tmp_path / "summary.csv"
+    summary.save_as(saved)
+    rows = list(csv.DictReader(saved.open()))
+    assert [r["policy"] for r in rows] == ["fifo", "random"]
+    assert all(r["people"] == "2619" and r["seats"] == "1500" for r in rows)
+    chart = lab.download("Waits chart (PNG)")
+    chart.save_as(tmp_path / "waits.png")
+    assert (tmp_path / "waits.png").read_bytes().startswith(b"\x89PNG")
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("at\n2026-01-01T10:00:00Z\nyesterday\n")
+    lab.arrivals_from_csv(bad)
+    lab.simulate()
+    expect(page.get_by_role("alert")).to_contain_text("line 3:")
+    expect(lab.results).to_have_attribute("data-state", "error")
