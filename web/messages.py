@@ -77,8 +77,13 @@ SENTENCES: dict[str, str] = {
     "pow_required": "Your browser needs to finish a short check before joining.",
     "pow_invalid": "The browser check did not pass. Please try again.",
     "pow_replayed": "That browser check was already used. Your browser will do a new one.",
+    "risk_refused": "This join looks automated. Join from an ordinary browser, or wait a few "
+                    "minutes and try again.",
     "policy_frozen": "The queue policy cannot change once the sale is open.",
     "draw_page_not_found": "The draw has fewer pages than that. Start again from the first page.",
+    "beacon_not_committed": "This event's draw uses the seed alone: there is no beacon round.",
+    "beacon_recorded": "The draw already has its beacon round, or a fallback.",
+    "beacon_not_overdue": "The beacon round is not overdue yet. The draw waits for it.",
     "invalid_arrivals": "The arrivals file could not be read.",
     "lab_unavailable": "The lab stopped during this run. Please run it again.",
     "not_found": "We could not find that page.",
