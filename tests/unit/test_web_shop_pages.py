@@ -38,6 +38,7 @@ def row(event_id: int = 7, **over: Any) -> dict[str, Any]:
                   {"tier_id": 2, "name": "Value", "price_minor": 4550}],
         "queue_policy": "fifo", "prequeue_at": None, "pow_difficulty": 0,
         "draw_commitment": None, "draw_seed": None, "drawn_at": None,
+        "beacon_commitment": None, "beacon_outcome": None,
     }
     base.update(over)
     return base
