@@ -10,7 +10,11 @@
 // set the onsale_admission_{event} cookie and the page goes to the seats.
 import { api, flash } from "./api.js";
 import { countdown, roughly, serverNow, setServerNow } from "./countdown.js";
+import { checkBeacon } from "./draw_check.js";
 import { sha256Hex, solve } from "./pow.js";
+
+// noble-curves' BLS12-381 (57 kB), loaded only to check a published beacon round.
+const loadBls = async () => (await import("/static/vendor/noble_bls/bls12-381.js")).bls12_381;
 
 const room = document.getElementById("waiting-room");
 const $ = (id) => document.getElementById(id);
@@ -268,6 +272,14 @@ async function revealSeed(place) {
     $("wr-draw-check").textContent = matches
       ? `(matches the commitment${place ? `; your drawn place is ${place}` : ""})`
       : "(does NOT match the commitment published before the sale)";
+    const line = $("wr-draw-beacon-check");
+    if (line && draw.beacon) {
+      line.textContent = "Checking the beacon round against the chain's public key…";
+      const checked = await checkBeacon(loadBls, draw.beacon);
+      line.textContent = checked.ok ? `Checked: ${checked.text}.`
+        : `The beacon round does NOT check out: ${checked.text}.`;
+      line.dataset.ok = String(checked.ok);
+    }
   } catch {
     // The draw is informative; the queue goes on without it.
   }
