@@ -21,7 +21,7 @@ from onsale.core.holds import hold_id_path, hold_shard, require_admission_for_ho
 from onsale.core.payment_state import OperationStatus
 from onsale.core.payments import crash_point
 from onsale.core.queries import queries
-from onsale.core.read_model import order_document
+from onsale.core.read_model import order_document, ticket_keys
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
 from onsale.kernel.bodies import convert, read_body
@@ -29,6 +29,7 @@ from onsale.kernel.db import Database
 from onsale.kernel.inputs import idempotency_key, parse_uuid
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse
+from onsale.kernel.shared import shared
 
 
 def parse_payment_method(body: Mapping[str, Any]) -> str:
@@ -45,9 +46,11 @@ def checkout_digest(secret: str, hold_id: uuid.UUID, payment_method: str) -> str
     return hmac.new(secret.encode(), doc.encode(), hashlib.sha256).hexdigest()
 
 
-async def read_order(db: Database, order_id: uuid.UUID, account: uuid.UUID) -> dict[str, Any]:
-    """The order document (core/read_model.py), or ``404 order_not_found``."""
-    doc = await order_document(db, order_id, account)
+async def read_order(request: Request, db: Database, order_id: uuid.UUID,
+                     account: uuid.UUID) -> dict[str, Any]:
+    """The order document (core/read_model.py), its tickets signed, or ``404
+    order_not_found``."""
+    doc = await order_document(db, order_id, account, ticket_keys(shared(request).settings))
     if doc is None:
         raise Problem(404, "order_not_found")
     return doc
@@ -91,7 +94,7 @@ async def post_checkout(request: Request) -> Response:
     if status in (OperationStatus.PENDING, OperationStatus.UNKNOWN):
         await payments.authorize(begun["operation_id"], begun["order_id"],
                                  begun["amount_minor"], begun["currency"], payment_method)
-    body = await read_order(db, begun["order_id"], account)
+    body = await read_order(request, db, begun["order_id"], account)
     core_state(request).metrics.checkout_latency.observe(time.perf_counter() - started)
     headers = {"Location": f"/api/orders/{body['order_id']}"}
     if begun["replayed"]:
@@ -105,7 +108,7 @@ async def get_order(request: Request) -> Response:
     if order_id is None:
         raise Problem(404, "order_not_found")
     db = core_state(request).shards.for_id(order_id, "order_not_found")
-    return JSONResponse(await read_order(db, order_id, account))
+    return JSONResponse(await read_order(request, db, order_id, account))
 
 
 routes = [

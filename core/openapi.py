@@ -120,6 +120,24 @@ PATHS: dict[str, dict[str, Any]] = {
                         "schema": {"type": "string", "format": "uuid"}}],
         "responses": {"200": json_body("Order"), "401": problem("authentication_required"),
                       "404": problem("order_not_found")}}},
+    "/api/events/{event_id}/ticket-keys": {"get": {
+        "summary": "The public keys that verify this event's tickets (cacheable)",
+        "description": "Every configured key (JWK fields kty, crv, x), each valid for this "
+                       "event's tickets until the event ends (docs/tickets.md).",
+        "parameters": [EVENT_ID],
+        "responses": {"200": json_body("TicketKeys"), "404": problem("event_not_found"),
+                      "503": problem("inventory_unavailable")}}},
+    "/api/events/{event_id}/ticket-revocations": {"get": {
+        "summary": "The tickets of this event a gate must refuse: refunded or cancelled "
+                   "orders (ETag, cacheable)",
+        "parameters": [EVENT_ID, {
+            "name": "since", "in": "query", "required": False,
+            "description": "Only orders changed after this instant (a previous as_of)",
+            "schema": {"type": "string", "format": "date-time"}}],
+        "responses": {"200": json_body("TicketRevocations"),
+                      "304": {"description": "Not modified"},
+                      "400": problem("invalid_request"), "404": problem("event_not_found"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/webhooks/payments": {"post": {
         "summary": "Provider webhooks (Psp-Signature: t=...,v1=HMAC-SHA256)",
         "parameters": [{"name": "Psp-Signature", "in": "header", "required": True,

@@ -19,8 +19,10 @@ from typing import Any
 
 from onsale.core.hold_rules import effective_status
 from onsale.core.queries import queries
+from onsale.core.ticket_token import KeyRing, claims_of, key_ring, sign
 from onsale.core.venue_cache import layout_path
 from onsale.kernel.beacon_chain import beacon_summary
+from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.placement import Placement
 from onsale.kernel.problems import Problem
@@ -89,10 +91,25 @@ def hold_json(row: Any) -> dict[str, Any]:
     }
 
 
-def order_json(row: Any) -> dict[str, Any]:
+def ticket_keys(settings: Settings) -> KeyRing:
+    """The keys that sign tickets (ONSALE_TICKET_SIGNING_KEYS, or derived), built once."""
+    return key_ring(settings.ticket_signing_keys, settings.secret_key)
+
+
+def signed_tickets(tickets: list[dict[str, Any]], event_id: int, order_id: str,
+                   keys: KeyRing) -> list[dict[str, Any]]:
+    """Each ticket with ``value``, its signed value (docs/tickets.md), signed now by
+    the first key: Ed25519 is deterministic, so the same key gives the same value."""
+    signer = keys.signer
+    return [{**t, "value": sign(claims_of(t, event_id, order_id, t["issued_at"], signer.kid),
+                                signer)} for t in tickets]
+
+
+def order_json(row: Any, keys: KeyRing) -> dict[str, Any]:
     """An ``order_for_account`` row as ``GET /api/orders/{order_id}`` returns it."""
+    order_id = str(row["order_id"])
     return {
-        "order_id": str(row["order_id"]),
+        "order_id": order_id,
         "hold_id": str(row["hold_id"]),
         "event_id": row["event_id"],
         "order_status": row["status"],
@@ -102,7 +119,8 @@ def order_json(row: Any) -> dict[str, Any]:
         "currency": row["currency"],
         "seats": row["seats"],
         **({"ga": row["ga"]} if row["ga"] is not None else {}),
-        "tickets": row["tickets"],
+        "tickets": signed_tickets(row["tickets"], row["event_id"], order_id, keys)
+        if row["tickets"] else [],
         "cancel_reason": row["cancel_reason"],
         "hold_expires_at": utc_iso(row["expires_at"]),
         "payment_deadline": utc_iso(row["grace_until"]) if row["grace_until"] else None,
@@ -228,10 +246,11 @@ async def hold_document(db: Database, hold_id: uuid.UUID,
 # ---- orders -----------------------------------------------------------------
 
 
-async def order_document(db: Database, order_id: uuid.UUID,
-                         account_id: uuid.UUID) -> dict[str, Any] | None:
-    """``GET /api/orders/{order_id}``'s document; None: no such order of this account."""
+async def order_document(db: Database, order_id: uuid.UUID, account_id: uuid.UUID,
+                         keys: KeyRing) -> dict[str, Any] | None:
+    """``GET /api/orders/{order_id}``'s document, its tickets signed with ``keys``
+    (:func:`ticket_keys`); None: no such order of this account."""
     async with db.connection() as conn:
         row = await conn.fetchrow(queries("payments")["order_for_account"], order_id,
                                   account_id)
-    return None if row is None else order_json(row)
+    return None if row is None else order_json(row, keys)

@@ -162,6 +162,41 @@ class Ticket(Struct):
     ga_tier_id: int | UnsetType | None = UNSET
     place: int | UnsetType | None = UNSET
     code: str | UnsetType = UNSET
+    issued_at: Time | UnsetType = UNSET
+    value: Annotated[str, Meta(description=(
+        "The signed value a gate verifies offline, shown as a QR code: "
+        "OT1.<payload>.<Ed25519 signature> (docs/tickets.md)"))] | UnsetType = UNSET
+
+
+class TicketKey(Struct):
+    kid: str
+    alg: Literal["Ed25519"]
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: Annotated[str, Meta(description="The raw 32-byte public key, base64url")]
+    valid_until: Time
+
+
+class TicketKeys(Struct):
+    event_id: int
+    valid_until: Annotated[Time, Meta(description="When the event ends: its tickets are "
+                                      "valid until then")]
+    signing_kid: str
+    keys: list[TicketKey]
+
+
+class RevokedTicket(Struct):
+    ticket_id: Uuid
+    reason: Annotated[str, Meta(description="cancelled, failed, a payment status such as "
+                                "refunded, or released (the seat was taken back)")]
+    revoked_at: Time
+
+
+class TicketRevocations(Struct):
+    event_id: int
+    as_of: Annotated[Time, Meta(description="Pass as ?since= to get only later changes")]
+    revoked: list[RevokedTicket]
+    since: Time | UnsetType = UNSET
 
 
 class Order(Struct):
@@ -214,4 +249,4 @@ class GARebalance(Struct):
 
 
 RESPONSE_BODIES = (Account, Event, OperatorEvent, EventList, Venue, Hold, Order, GAReport,
-                   GATier, GARebalance)
+                   GATier, GARebalance, TicketKeys, TicketRevocations)

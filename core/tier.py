@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 from starlette.routing import BaseRoute
 
-from onsale.core import accounts, checkout, events, ga_routes, holds, webhooks
+from onsale.core import accounts, checkout, events, ga_routes, holds, ticket_routes, webhooks
 from onsale.core.ga_batch import GABatcher
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
@@ -39,6 +39,7 @@ def core_routes() -> list[BaseRoute]:
         *holds.routes,
         *ga_routes.routes,
         *checkout.routes,
+        *ticket_routes.routes,
         *webhooks.routes,
     ]
 

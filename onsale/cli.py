@@ -898,6 +898,8 @@ def parser() -> argparse.ArgumentParser:
 
     from onsale.fairness_cli import add_parser as add_fairness
     add_fairness(sub, data_dir)
+    from onsale.ticket_cli import add_parser as add_ticket
+    add_ticket(sub)
 
     shard = sub.add_parser("shard", help="the shards events are placed on (docs/scaling.md)")
     shard_sub = shard.add_subparsers(dest="shard_command", required=True)

@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 
 from onsale.core.hold_state import HoldState
 from onsale.core.payment_state import PaymentStatus
-from onsale.core.read_model import event_document, hold_document, order_document
+from onsale.core.read_model import event_document, hold_document, order_document, ticket_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.inputs import parse_id, parse_uuid
@@ -83,6 +83,17 @@ def seat_label(seat: dict[str, Any]) -> str:
     return f"Section {seat['section']}, row {seat['row']}, seat {seat['number']}"
 
 
+def ticket_label(ticket: dict[str, Any], order: dict[str, Any]) -> str:
+    """What a ticket admits to, in words: its seat, or its place of a GA tier."""
+    if ticket.get("place"):
+        tier = order["ga"]["name"] if order.get("ga") else "General admission"
+        return f"{tier}, place {ticket['place']}"
+    for seat in order["seats"]:
+        if seat["seat_id"] == ticket.get("seat_id"):
+            return seat_label(seat)
+    return f"Seat {ticket.get('seat_id')}"
+
+
 def is_final(order: dict[str, Any]) -> bool:
     """Whether the order page can stop following the order: its payment is
     final and, once paid, its tickets are there."""
@@ -115,7 +126,7 @@ def test_mode(settings: Settings) -> bool:
     return settings.allow_simulator or settings.stripe_publishable_key.startswith("pk_test_")
 
 
-def _made_by(request: Request, made: uuid.UUID) -> Database | None:
+def made_by(request: Request, made: uuid.UUID) -> Database | None:
     """The shard whose id this is (docs/scaling.md#routing); None: no listed shard's."""
     shards = shared(request).shard_set
     shard_id = shards.placement.shard_of_id(made)
@@ -127,7 +138,7 @@ async def checkout_page(request: Request) -> Response:
     if account is None:
         return _sign_in(request)
     hold_id = _uuid(request.path_params["hold_id"])
-    db = None if hold_id is None else _made_by(request, hold_id)
+    db = None if hold_id is None else made_by(request, hold_id)
     hold = None if db is None or hold_id is None else await hold_document(db, hold_id, account)
     if hold is None:
         return await problem_page(request, 404, "hold_not_found", title="Seats not found")
@@ -153,10 +164,11 @@ async def order_page(request: Request) -> Response:
         return _sign_in(request)
     order_id = _uuid(request.path_params["order_id"])
     order = None
-    db = None if order_id is None else _made_by(request, order_id)
+    db = None if order_id is None else made_by(request, order_id)
     if db is not None and order_id is not None:
         try:
-            order = await order_document(db, order_id, account)
+            order = await order_document(db, order_id, account,
+                                         ticket_keys(shared(request).settings))
         except Problem:  # as before: a page that cannot read the order says it is not found
             order = None
     if order is None:

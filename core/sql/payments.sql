@@ -35,7 +35,9 @@ SELECT o.order_id, o.hold_id, o.event_id, o.status, o.payment_status, o.amount_m
        (SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                                       'ticket_id', t.ticket_id, 'seat_id', t.seat_id,
                                       'ga_tier_id', t.ga_tier_id, 'place', t.place,
-                                      'code', t.code))
+                                      'code', t.code,
+                                      'issued_at', to_char(t.issued_at AT TIME ZONE 'UTC',
+                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))
                                   ORDER BY t.seat_id, t.ga_tier_id, t.place), '[]')
         FROM tickets t WHERE t.order_id = o.order_id) AS tickets
 FROM orders o JOIN holds h ON h.hold_id = o.hold_id

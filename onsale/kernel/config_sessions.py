@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from dataclasses import dataclass
 
 from onsale.kernel.origins import parse_origin
@@ -21,6 +24,34 @@ def origins(name: str, raw: str) -> tuple[str, ...]:
                               f"{part.strip()!r}")
         found.append(origin)
     return tuple(dict.fromkeys(found))
+
+
+_KID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def ticket_signing_keys(name: str, raw: str) -> str:
+    """``kid:base64`` items, each a 32-byte Ed25519 private key (core/ticket_token.py
+    builds the keys; this checks the shape at start-up)."""
+    kids = []
+    for item in (i.strip() for i in raw.split(",")):
+        if not item:
+            continue
+        kid, sep, encoded = item.partition(":")
+        if not sep or not _KID.fullmatch(kid):
+            raise ConfigError(f"{name}: each key is kid:base64, the kid 1-32 of "
+                              "A-Z a-z 0-9 _ -")
+        encoded = encoded.strip().replace("-", "+").replace("_", "/")
+        try:
+            size = len(base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True))
+        except (binascii.Error, ValueError):
+            raise ConfigError(f"{name}: key {kid} is not base64") from None
+        if size != 32:
+            raise ConfigError(f"{name}: key {kid} is {size} bytes, an Ed25519 private key "
+                              "is 32 (onsale ticket new-key KID makes one)")
+        kids.append(kid)
+    if len(set(kids)) != len(kids):
+        raise ConfigError(f"{name}: two keys have the same kid")
+    return raw.strip()
 
 
 @dataclass(frozen=True)
@@ -93,3 +124,17 @@ class SecuritySettings(Section):
         lo=1, hi=10**6)
     admin_limit_window_seconds: int = setting(
         60, "The sliding window of `ONSALE_ADMIN_LIMIT_FAILURES`", lo=1, hi=86400, unit="s")
+    ticket_signing_keys: str = setting(
+        "",
+        "Signs the tickets a gate verifies offline (Ed25519, [tickets.md](tickets.md)). "
+        "The **first** key signs, **every** key is published and verifies: rotate by "
+        "deploying `new,old` everywhere, and drop `old` only once every event whose "
+        "tickets it signed has ended. Every core process must have the same list.",
+        parse=ticket_signing_keys,
+        default_doc="one key derived from `ONSALE_SECRET_KEY` (kid `d-` and 8 hex digits)",
+        range_doc="comma-separated `kid:key`: the kid 1-32 of `A-Z a-z 0-9 _ -`, the key "
+        "32 bytes in base64 (`onsale ticket new-key KID`)")
+    ticket_valid_hours: int = setting(
+        24, "An event ends this long after it starts: until then its tickets, and the keys "
+        "that signed them, are valid (`valid_until` of its ticket keys)", lo=1, hi=24 * 30,
+        unit="h")

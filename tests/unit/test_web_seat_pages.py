@@ -84,10 +84,17 @@ def render_order(o: dict[str, Any]) -> str:
 
 
 def test_the_order_page_lists_tickets_and_carries_its_status() -> None:
-    html = render_order(order(tickets=[{"ticket_id": "t", "seat_id": 12, "code": "ABC123"}]))
+    html = render_order(order(tickets=[{"ticket_id": "t", "seat_id": 12, "code": "ABC123",
+                                        "value": "OT1.payload.signature"}]))
     assert 'id="order-status"' in html and 'data-status="CAPTURED"' in html
     assert re.search(r'<ul id="tickets"[^>]*>\s*<li data-seat-id="12">'
                      r"Section S1, row B, seat 4: <code>ABC123</code>", html)
+    # its QR code (docs/tickets.md), named for its seat, with the signed value below it
+    image = f"/orders/{order()['order_id']}/tickets/t.svg"
+    assert f'<img src="{image}" alt="QR code of your ticket for Section S1, row B, seat 4">' \
+        in html
+    assert '<samp class="ticket-value">OT1.payload.signature</samp>' in html
+    assert f'<a href="{image}?download" download>' in html
     assert "Paid. Your tickets are below." in html
     assert "150.00 USD" in html
     assert re.search(r'id="order-following"[^>]*hidden', html)  # final: no longer following

@@ -12,6 +12,28 @@ function isDone(order) {
   return FINAL.has(order.payment_status) && (order.payment_status !== "CAPTURED" || order.tickets.length > 0);
 }
 
+// The ticket's QR code (its signed value, docs/tickets.md), the value in text and a
+// download link: the same figure the server draws.
+function qrFigure(order, ticket, label) {
+  const image = `/orders/${order.order_id}/tickets/${ticket.ticket_id}.svg`;
+  const figure = document.createElement("figure");
+  figure.className = "ticket-qr";
+  const img = document.createElement("img");
+  img.src = image;
+  img.alt = `QR code of your ticket for ${label}`;
+  const caption = document.createElement("figcaption");
+  const value = document.createElement("samp");
+  value.className = "ticket-value";
+  value.textContent = ticket.value;
+  const link = document.createElement("a");
+  link.href = `${image}?download`;
+  link.download = "";
+  link.textContent = `Download the ticket for ${label}`;
+  caption.append(value, " ", link);
+  figure.append(img, caption);
+  return figure;
+}
+
 function show(order) {
   const box = $("order-status");
   box.dataset.status = order.payment_status;
@@ -39,13 +61,15 @@ function show(order) {
     const li = document.createElement("li");
     const code = document.createElement("code");
     code.textContent = ticket.code;
+    let label;
     if (ticket.place) {  // a general-admission place
       li.dataset.place = ticket.place;
-      li.append(`${order.ga ? order.ga.name : "General admission"}, place ${ticket.place}: `, code);
-      return li;
+      label = `${order.ga ? order.ga.name : "General admission"}, place ${ticket.place}`;
+    } else {
+      li.dataset.seatId = ticket.seat_id;
+      label = PAGE.labels[String(ticket.seat_id)] || `Seat ${ticket.seat_id}`;
     }
-    li.dataset.seatId = ticket.seat_id;
-    li.append(`${PAGE.labels[String(ticket.seat_id)] || `Seat ${ticket.seat_id}`}: `, code);
+    li.append(`${label}: `, code, qrFigure(order, ticket, label));
     return li;
   }));
   $("tickets-none").hidden = order.tickets.length > 0;
