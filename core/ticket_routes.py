@@ -4,7 +4,7 @@ revoked tickets. Both public and cacheable; the revocations carry an ETag."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -30,8 +30,10 @@ def parse_since(raw: str | None) -> datetime | None:
     if raw is None:
         return None
     try:
-        since = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
+        since: datetime | None = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        if since is not None and since.tzinfo is not None:
+            since = since.astimezone(UTC)  # out of range near year 1 or 9999: refused
+    except (ValueError, OverflowError):
         since = None
     if since is None or since.tzinfo is None:
         raise Problem(400, "invalid_request", field="since",
