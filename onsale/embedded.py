@@ -43,19 +43,27 @@ def _ephemeral_low() -> int:
         return 32768  # Linux's default
 
 
+_GIVEN: set[int] = set()  # ports this process handed out, perhaps not yet bound
+
+
 def free_port() -> int:
     """A port nothing listens on, for a server about to start. Taken below the kernel's
     ephemeral range: a port from that range (what binding port 0 gives) can become the
     local port of any outgoing connection between this check and the server's bind, and
-    the server then fails with "address already in use" (seen in CI)."""
+    the server then fails with "address already in use" (seen in CI). A port given once
+    is not given again by this process: a test stack takes its ports before it starts
+    the servers, and a second server was once given the first one's port (seen in CI)."""
     low = _ephemeral_low()
     for _ in range(100):
         port = random.randrange(max(1024, low - PORTS_BELOW), low)
+        if port in _GIVEN:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("0.0.0.0", port))
             except OSError:
                 continue
+            _GIVEN.add(port)
             return port
     with socket.socket() as s:  # a crowded range: whatever the kernel gives
         s.bind(("127.0.0.1", 0))

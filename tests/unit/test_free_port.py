@@ -32,6 +32,16 @@ def test_a_port_in_use_is_never_given(monkeypatch: pytest.MonkeyPatch) -> None:
         assert embedded.free_port() != busy
 
 
+def test_a_port_given_is_not_given_again_before_its_server_binds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    first = embedded.free_port()  # nothing listens on it yet
+    real = embedded.random.randrange
+    tries = iter([first, first])
+    monkeypatch.setattr(embedded.random, "randrange",
+                        lambda a, b: next(tries, None) or real(a, b))
+    assert embedded.free_port() != first
+
+
 def test_without_the_kernel_file_the_linux_default_is_assumed(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(embedded, "EPHEMERAL_RANGE", tmp_path / "missing")
