@@ -205,8 +205,7 @@ OPERATOR_CODES = Codes("invalid_request")
 # every operation reading it documents them).
 BODY_CODES = {"Credentials": SIGN_UP_CODES, "SignIn": SIGN_IN_CODES, "HoldRequest": HOLD_CODES,
               "CheckoutRequest": CHECKOUT_CODES, "NewEvent": EVENT_CODES,
-              "MoveRequest": OPERATOR_CODES, "StripesRequest": OPERATOR_CODES,
-              "QueueSettings": QUEUE_SETTINGS_CODES}
+              "MoveRequest": OPERATOR_CODES, "StripesRequest": OPERATOR_CODES}
 
 REQUEST_BODIES = (Credentials, SignIn, HoldRequest, CheckoutRequest, NewEvent, MoveRequest,
                   StripesRequest)

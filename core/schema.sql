@@ -66,6 +66,14 @@ CREATE TABLE events (
     beacon_commitment       jsonb,
     draw_closed_at          timestamptz,
     beacon_outcome          jsonb,
+    -- Where the built-in bot-risk scorer's bands start (1..100; NULL: off), ascending
+    -- (docs/edge.md#the-built-in-risk-scorer). Only the edge reads them.
+    risk_raised             smallint CHECK (risk_raised BETWEEN 1 AND 100),
+    risk_high               smallint CHECK (risk_high BETWEEN 1 AND 100),
+    risk_refused            smallint CHECK (risk_refused BETWEEN 1 AND 100),
+    CONSTRAINT events_risk_ascending CHECK (
+        risk_raised < coalesce(risk_high, risk_refused, 101)
+        AND risk_high < coalesce(risk_refused, 101)),
     CONSTRAINT events_admission_rate_bounds CHECK (admission_rate_min <= admission_rate_max),
     CONSTRAINT events_prequeue_before_onsale CHECK (prequeue_at <= onsale_at)
 );

@@ -84,6 +84,22 @@ class ConsoleEvent:
     def rate_max(self) -> Locator:
         return self.page.get_by_label("Rate maximum (per minute)")
 
+    @property
+    def risk(self) -> Locator:
+        return self.region("Bot risk")
+
+    @property
+    def risk_bands(self) -> Locator:
+        return self.risk.get_by_role("status", name="Bot risk bands")
+
+    def set_risk(self, raised: str = "", high: str = "", refused: str = "") -> None:
+        """The thresholds as typed (blank: that band off), saved."""
+        for label, value in (("More proof of work from score", raised),
+                             ("Much more proof of work from score", high),
+                             ("Refuse the join from score", refused)):
+            self.risk.get_by_label(label, exact=True).fill(value)
+        self.risk.get_by_role("button", name="Save risk thresholds").click()
+
     def figure(self, name: str) -> Locator:
         """One live figure: its label and value (the group's text)."""
         return self.region(re.compile("^Live figures")).get_by_role("group", name=name)

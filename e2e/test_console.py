@@ -66,6 +66,19 @@ def test_the_operator_watches_pauses_and_resumes_a_sale(
     expect(ops.get_by_role("alert")).to_contain_text(
         "The queue policy cannot change once the sale is open.")
 
+    # the bot-risk bands: off until set; thresholds that do not rise are refused in words
+    expect(console.risk_bands).to_contain_text("Off: every join is treated as low risk")
+    console.set_risk(raised="60", high="40")
+    expect(ops.get_by_role("alert")).to_contain_text("The risk thresholds must rise")
+    console.set_risk(raised="30", high="60", refused="90")
+    expect(console.risk_bands).to_have_text(
+        "Scores of 30 or more: more proof of work; 60 or more: much more; "
+        "90 or more: refused.")
+    risk = onsale.admin("GET", f"/api/ops/events/{event_id}/queue").json()["settings"]["risk"]
+    assert risk == {"raised": 30, "high": 60, "refused": 90}
+    console.set_risk()  # all blank: off again, so the shopper below joins as anyone would
+    expect(console.risk_bands).to_contain_text("Off:")
+
     console.pause()
     expect(console.admission_state).to_have_attribute("data-state", "paused")
     expect(console.admission.get_by_role("button", name="Resume admission")).to_be_enabled()

@@ -70,7 +70,8 @@ def config_from_row(row: Any) -> EventConfig:
         rate_max=row["admission_rate_max"], cap=row["active_cap"],
         pow_difficulty=row["pow_difficulty"], paused=row["admission_paused"],
         commitment=row["draw_commitment"], seed=row["draw_seed"],
-        clock_offset=row["db_now"].timestamp() - time.time())
+        clock_offset=row["db_now"].timestamp() - time.time(),
+        risk=Thresholds(row["risk_raised"], row["risk_high"], row["risk_refused"]))
 
 
 class EventConfigs:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from onsale.core.request_bodies import QueueSettings
 from onsale.edge.ops_arrivals import ARRIVALS_PATHS
 from onsale.edge.ops_dashboard import OPS_PATHS
 from onsale.edge.ops_draw import DRAW_OPS_PATHS
-from onsale.edge.request_bodies import DrawFallback, FairnessScenario, QueueJoin
+from onsale.edge.request_bodies import DrawFallback, FairnessScenario, QueueJoin, QueueUpdate
 from onsale.edge.response_bodies import RESPONSE_BODIES
 from onsale.kernel.bodies import components
 from onsale.kernel.openapi import EVENT_ID, ApiSpec, json_body, problem, request_body
@@ -81,9 +80,10 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                              "frozen once the sale is open",
                   "description": "Rules between fields, each a 400 invalid_request: "
                                  "admission_rate_min <= admission_rate_max; prequeue_at "
-                                 "not after the event's onsale_at.",
+                                 "not after the event's onsale_at; the risk thresholds "
+                                 "that are set ascend (raised < high < refused).",
                   "security": _ADMIN, "parameters": [EVENT_ID],
-                  "requestBody": request_body("QueueSettings"),
+                  "requestBody": request_body("QueueUpdate"),
                   "responses": {"200": json_body("QueueOps"),
                                 "400": problem("invalid_request", "invalid_json"),
                                 "409": problem("policy_frozen"), **_OPS_ERRORS}}},
@@ -99,7 +99,7 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
 # Every body is a Struct (edge/request_bodies.py, edge/response_bodies.py, and the
 # queue settings core's event creation shares): these are their components, generated.
 EDGE_SCHEMAS: dict[str, Any] = components(
-    [QueueJoin, QueueSettings, FairnessScenario, DrawFallback, *RESPONSE_BODIES])
+    [QueueJoin, QueueUpdate, FairnessScenario, DrawFallback, *RESPONSE_BODIES])
 
 # The operator console's routes (edge/ops_dashboard.py).
 EDGE_PATHS.update(OPS_PATHS)

@@ -13,10 +13,11 @@ from starlette.routing import Route
 
 from onsale.core.event_spec import QueueSpec, queue_spec
 from onsale.core.event_store import commit_draw_seed
-from onsale.core.request_bodies import QUEUE_SETTINGS_CODES, QueueSettings
 from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
+from onsale.edge.request_bodies import QUEUE_SETTINGS_CODES, QueueUpdate, RiskThresholds
+from onsale.edge.risk import Thresholds
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.shard_copy import copy_to_shard
 from onsale.kernel.auth import require_admin
@@ -52,6 +53,8 @@ async def queue_doc(edge: Edge, event_id: int) -> dict[str, Any]:
             "pow_difficulty": config.pow_difficulty, "paused": config.paused,
             "policy_frozen": config.sale_open(),
             "draw_commitment": config.commitment, "draw_seed": config.seed,
+            "risk": {"raised": config.risk.raised, "high": config.risk.high,
+                     "refused": config.risk.refused},
         },
         "live": {
             "queued": figures["queued"], "prequeue": figures["prequeue"],
@@ -82,7 +85,12 @@ async def update_queue(request: Request) -> Response:
     require_admin(request)
     edge = edge_state(request)
     event_id = int_path(request, "event_id", "event_not_found")
-    body = await read_body(request, QueueSettings, QUEUE_SETTINGS_CODES)
+    body = await read_body(request, QueueUpdate, QUEUE_SETTINGS_CODES)
+    risk = None
+    if isinstance(body.risk, RiskThresholds):
+        risk = Thresholds(body.risk.raised, body.risk.high, body.risk.refused)
+        if (wrong := risk.problem()) is not None:
+            raise Problem(400, "invalid_request", detail=wrong)
     q = queries("queue")
     async with edge.db.connection() as conn, conn.transaction():
         row = await conn.fetchrow(q["lock_queue_config"], event_id)
@@ -96,6 +104,9 @@ async def update_queue(request: Request) -> Response:
         await conn.execute(q["update_queue"], event_id, spec.policy, spec.prequeue_at,
                            spec.admission_rate_min, spec.admission_rate_max, spec.active_cap,
                            spec.pow_difficulty)
+        if risk is not None:
+            await conn.execute(q["update_risk"], event_id, risk.raised, risk.high,
+                               risk.refused)
         if spec.policy == "random":
             await commit_draw_seed(conn, event_id, chain_setting(edge.settings.beacon))
     await copy_to_shard(edge, event_id)

@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from onsale.core.request_bodies import NAME_PATTERN
+from onsale.core.request_bodies import NAME_PATTERN, QUEUE_SETTINGS_CODES, QueueSettings
 from onsale.edge.fairness import MAX_HORIZON, MAX_SECONDS, MAX_VISITORS
 from onsale.edge.pow import MAX_SOLUTION
+from onsale.edge.risk import MAX_SCORE
 from onsale.kernel.bodies import Codes
 
 MAX_CHALLENGE = 512
@@ -31,6 +32,27 @@ class QueueJoin(Struct):
 
 
 JOIN_CODES = Codes("invalid_request")
+
+RiskScore = Annotated[int, Meta(ge=1, le=MAX_SCORE)]
+
+
+class RiskThresholds(Struct, forbid_unknown_fields=True):
+    """The score (1..100) at which each band of the built-in bot-risk scorer starts,
+    ascending (docs/edge.md#the-built-in-risk-scorer); null or left out: that band is off."""
+
+    raised: Annotated[RiskScore | None, Meta(description=(
+        "More proof of work from here"))] = None
+    high: Annotated[RiskScore | None, Meta(description=(
+        "Much more proof of work from here"))] = None
+    refused: Annotated[RiskScore | None, Meta(description=(
+        "The join is refused (403 risk_refused) from here"))] = None
+
+
+class QueueUpdate(QueueSettings, forbid_unknown_fields=True, kw_only=True):
+    """The waiting room's settings as an operator changes them: QueueSettings' fields
+    and the event's bot-risk thresholds (a field left out keeps its value)."""
+
+    risk: RiskThresholds | UnsetType = UNSET
 
 
 class FairnessSettings(Struct, forbid_unknown_fields=True):
@@ -97,4 +119,4 @@ class DrawFallback(Struct, forbid_unknown_fields=True):
 DRAW_FALLBACK_CODES = Codes("invalid_request")
 
 BODY_CODES = {"QueueJoin": JOIN_CODES, "FairnessScenario": FAIRNESS_CODES,
-              "DrawFallback": DRAW_FALLBACK_CODES}
+              "DrawFallback": DRAW_FALLBACK_CODES, "QueueUpdate": QUEUE_SETTINGS_CODES}

@@ -2,7 +2,7 @@
 -- The waiting-room settings of some events, with the database clock.
 SELECT event_id, queue_policy, prequeue_at, onsale_at, starts_at, admission_rate_min,
        admission_rate_max, active_cap, pow_difficulty, admission_paused, draw_commitment,
-       draw_seed, created_at, now() AS db_now
+       draw_seed, risk_raised, risk_high, risk_refused, created_at, now() AS db_now
 FROM events
 WHERE event_id = ANY ($1::bigint[]);
 
@@ -24,6 +24,10 @@ UPDATE events
 SET queue_policy = $2, prequeue_at = $3, admission_rate_min = $4, admission_rate_max = $5,
     active_cap = $6, pow_difficulty = $7
 WHERE event_id = $1;
+
+-- name: update_risk
+-- The bot-risk thresholds ($2..$4: raised, high, refused; NULL: that band off).
+UPDATE events SET risk_raised = $2, risk_high = $3, risk_refused = $4 WHERE event_id = $1;
 
 -- name: set_paused
 UPDATE events SET admission_paused = $2 WHERE event_id = $1 RETURNING event_id;

@@ -20,7 +20,7 @@ from onsale.edge.pow import (
 )
 from onsale.edge.risk import Band, RiskVerdict
 from onsale.embedded import EmbeddedValkey
-from tests.conftest import Api, audit_clean, build_api_app, make_settings
+from tests.conftest import ADMIN_TOKEN, Api, audit_clean, build_api_app, make_settings
 from tests.integration.edge_support import (
     Visitor,
     admitter_for,
@@ -31,6 +31,7 @@ from tests.integration.edge_support import (
     tick_until,
 )
 
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 # What a bot sends: an HTTP library's agent, no browser headers.
 BOT = {"User-Agent": "python-requests/2.31", "Accept": "*/*"}
 
@@ -188,4 +189,56 @@ async def test_the_builtin_scorer_counts_a_bot_and_scores_it(
         assert sample(text, "onsale_risk_verdicts_total", band="low") == 3.0
         assert sample(text, "onsale_risk_score_count") == 3.0
         assert (sample(text, "onsale_risk_score_sum") or 0) >= 3 * 30  # an HTTP library
+    await audit_clean(conn)
+
+
+async def test_an_events_thresholds_set_by_its_operator_slow_then_refuse_a_bot(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """The built-in scorer against thresholds set with PATCH .../queue: a bot's join
+    (scored 30 or more for its HTTP library alone) asks for more work past ``raised``,
+    and is refused past ``refused``; thresholds that do not ascend are a 400 and change
+    nothing; all null turns the bands off again."""
+    app = build_api_app(make_settings(db_url, redis_url=valkey.url))
+    async with app.router.lifespan_context(app):
+        api = Api(app)
+        event_id = await queue_event(api)
+        path = f"/api/ops/events/{event_id}/queue"
+
+        async def patch(body: dict[str, Any]) -> httpx.Response:
+            async with api.client() as c:
+                return await c.patch(path, json=body, headers=ADMIN)
+
+        r = await patch({"risk": {"raised": 20}})
+        assert r.status_code == 200, r.text
+        assert r.json()["settings"]["risk"] == {"raised": 20, "high": None, "refused": None}
+        first, second, third, fourth = await new_accounts(conn, 4)
+        r = await bot_join(api, first, event_id)
+        assert r.status_code == 403 and r.json()["code"] == "pow_required", r.text
+        assert r.json()["difficulty"] >= RAISED_RISK_MIN_DIFFICULTY
+
+        for wrong in ({"raised": 50, "high": 40}, {"high": 90, "refused": 90},
+                      {"raised": 101}, {"refused": 0}):
+            r = await patch({"risk": wrong})
+            assert r.status_code == 400 and r.json()["code"] == "invalid_request", wrong
+        async with api.client() as c:
+            r = await c.get(path, headers=ADMIN)
+        assert r.json()["settings"]["risk"]["raised"] == 20  # unchanged
+
+        r = await patch({"risk": {"raised": 10, "high": 15, "refused": 20}})
+        assert r.json()["settings"]["risk"] == {"raised": 10, "high": 15, "refused": 20}
+        r = await bot_join(api, second, event_id)
+        assert r.status_code == 403 and r.json()["code"] == "risk_refused", r.text
+        assert await queued(api, event_id) == 0
+
+        r = await patch({"risk": {}})
+        assert r.json()["settings"]["risk"] == {"raised": None, "high": None, "refused": None}
+        for account in (third, fourth):
+            assert (await bot_join(api, account, event_id)).status_code == 200
+        assert await queued(api, event_id) == 2
+        async with api.client() as anon:
+            text = (await anon.get("/metrics")).text
+        assert sample(text, "onsale_risk_verdicts_total", band="raised") == 1.0
+        assert sample(text, "onsale_risk_verdicts_total", band="refused") == 1.0
+        assert sample(text, "onsale_risk_verdicts_total", band="low") == 2.0
     await audit_clean(conn)

@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { admissionRate, fileBlob, scenarioFrom, uploadQuery } from "../../web/static/js/fairness.js";
 import { explain, safeNext } from "../../web/static/js/ops.js";
-import { bytes, seconds } from "../../web/static/js/ops_event.js";
+import { bytes, riskWords, seconds } from "../../web/static/js/ops_event.js";
 
 test("after sign-in only a console page is a place to go back to", () => {
   assert.equal(safeNext("/ops/events/7?tab=audit"), "/ops/events/7?tab=audit");
@@ -83,4 +83,14 @@ test("admissions per bucket become a rate per minute at each bucket's start", ()
   assert.deepEqual(admissionRate({ counts: [3, 0, 6], bucket_seconds: 30 }),
                    [[0, 6], [30, 0], [60, 12]]);
   assert.deepEqual(admissionRate({ counts: [], bucket_seconds: 10 }), []);
+});
+
+test("the risk bands in words: each band that is set, or off", () => {
+  assert.equal(riskWords({ raised: null, high: null, refused: null }),
+               "Off: every join is treated as low risk (the event's own proof of work only).");
+  assert.equal(riskWords({}), riskWords({ raised: null }));
+  assert.equal(riskWords({ raised: 30, high: 60, refused: 90 }),
+               "Scores of 30 or more: more proof of work; 60 or more: much more; 90 or more: refused.");
+  assert.equal(riskWords({ raised: null, high: null, refused: 80 }),
+               "Scores of 80 or more: refused.");
 });

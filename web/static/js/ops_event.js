@@ -23,6 +23,23 @@ const POLICIES = {
   passthrough: "no queue: straight in",
 };
 
+const RISK_BANDS = ["raised", "high", "refused"];
+
+/**
+ * The event's risk bands in words, from its thresholds (null: that band is off).
+ * @param {{raised?: number|null, high?: number|null, refused?: number|null}} risk
+ * @returns {string}
+ */
+export function riskWords(risk) {
+  const parts = [];
+  if (risk.raised != null) parts.push(`${risk.raised} or more: more proof of work`);
+  if (risk.high != null) parts.push(`${risk.high} or more: much more`);
+  if (risk.refused != null) parts.push(`${risk.refused} or more: refused`);
+  return parts.length
+    ? `Scores of ${parts.join("; ")}.`
+    : "Off: every join is treated as low risk (the event's own proof of work only).";
+}
+
 export function seconds(value) {
   if (value === null || value === undefined) return "–";
   if (value < 90) return `${Math.round(value)} s`;
@@ -83,6 +100,12 @@ export function initEventPage() {
       const input = $(name);
       if (document.activeElement !== input && !input.dataset.dirty) input.value = value;
     }
+    const risk = settings.risk || {};
+    for (const band of RISK_BANDS) {
+      const input = $(`risk-${band}`);
+      if (document.activeElement !== input && !input.dataset.dirty) input.value = risk[band] ?? "";
+    }
+    $("risk-words").textContent = riskWords(risk);
     const state = settings.paused ? "paused" : (controller.state || "");
     $("admission-state").textContent = settings.paused
       ? "Admission is paused. Visitors in the queue see “paused” and keep their places."
@@ -176,7 +199,28 @@ export function initEventPage() {
     act(e.submitter || $("admission-save"), `${base}/queue`, { method: "PATCH", body },
         "Admission settings saved.");
   });
-  for (const name of ["rate-min", "rate-max", "cap"]) {
+  $("risk-form").addEventListener("submit", e => {
+    e.preventDefault();
+    const risk = {};
+    for (const band of RISK_BANDS) {
+      const text = $(`risk-${band}`).value.trim();
+      const number = Number(text);
+      if (text && (!Number.isInteger(number) || number < 1 || number > 100)) {
+        flash("Each risk threshold is a whole number from 1 to 100, or blank for off.");
+        return;
+      }
+      risk[band] = text ? number : null;
+    }
+    const set = RISK_BANDS.map(band => risk[band]).filter(v => v !== null);
+    if (set.some((v, i) => i > 0 && v <= set[i - 1])) {
+      flash("The risk thresholds must rise: more work, then much more, then refused.");
+      return;
+    }
+    for (const band of RISK_BANDS) delete $(`risk-${band}`).dataset.dirty;
+    act(e.submitter || $("risk-save"), `${base}/queue`, { method: "PATCH", body: { risk } },
+        "Risk thresholds saved.");
+  });
+  for (const name of ["rate-min", "rate-max", "cap", ...RISK_BANDS.map(b => `risk-${b}`)]) {
     $(name).addEventListener("input", () => { $(name).dataset.dirty = "1"; });
   }
 
