@@ -13,10 +13,11 @@ from starlette.routing import Route
 
 from onsale.core.event_spec import QueueSpec, queue_spec
 from onsale.core.event_store import commit_draw_seed
+from onsale.core.request_bodies import QUEUE_SETTINGS_CODES
 from onsale.edge.admission import eta_seconds
 from onsale.edge.queries import queries
 from onsale.edge.queue_store import QUEUE_STORE_DOWN
-from onsale.edge.request_bodies import QUEUE_SETTINGS_CODES, QueueUpdate, RiskThresholds
+from onsale.edge.request_bodies import QueueUpdate, RiskThresholds
 from onsale.edge.risk import Thresholds
 from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.shard_copy import copy_to_shard
