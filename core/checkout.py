@@ -1,4 +1,5 @@
-"""Checkout and order routes: POST /api/holds/{id}/checkout, GET /api/orders/{id}."""
+"""Checkout and order routes: POST /api/holds/{id}/checkout, GET /api/orders/{id}, and
+GET /api/orders (``core/order_list.py``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from starlette.routing import Route
 from onsale.core import request_bodies as bodies
 from onsale.core.hold_store import refusals_as_problems
 from onsale.core.holds import hold_id_path, hold_shard, require_admission_for_hold
+from onsale.core.order_list import list_orders
 from onsale.core.payment_state import OperationStatus
 from onsale.core.payments import crash_point
 from onsale.core.queries import queries
@@ -113,5 +115,6 @@ async def get_order(request: Request) -> Response:
 
 routes = [
     Route("/api/holds/{hold_id}/checkout", post_checkout, methods=["POST"]),
+    Route("/api/orders", list_orders, methods=["GET"]),
     Route("/api/orders/{order_id}", get_order, methods=["GET"]),
 ]

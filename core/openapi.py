@@ -114,6 +114,24 @@ PATHS: dict[str, dict[str, Any]] = {
                             "idempotency_conflict"),
             "503": problem("payments_unavailable", "inventory_unavailable",
                             "admission_unavailable")}}},
+    "/api/orders": {"get": {
+        "summary": "Your orders, newest first, a page at a time: state, event, seats or "
+                   "GA places, amount",
+        "description": "Orders from every shard merged by creation time. `next` links the "
+                       "following page (keyset: `before` is the last order shown). An order "
+                       "still `in_progress` is worth reading again in a few seconds. "
+                       "`complete` is false while a database does not answer. "
+                       "`Cache-Control: no-store`.",
+        "parameters": [
+            {"name": "limit", "in": "query", "required": False,
+             "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}},
+            {"name": "before", "in": "query", "required": False,
+             "description": "A previous page's next_cursor",
+             "schema": {"type": "string", "pattern": r"^[0-9]{1,17}\.[0-9a-f]{8}-[0-9a-f]{4}-"
+                                                     r"[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}],
+        "responses": {"200": json_body("OrderList"), "400": problem("invalid_request"),
+                      "401": problem("authentication_required"),
+                      "503": problem("inventory_unavailable")}}},
     "/api/orders/{order_id}": {"get": {
         "summary": "One of your orders: status, payment status, seats, amount, tickets",
         "parameters": [{"name": "order_id", "in": "path", "required": True,

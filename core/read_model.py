@@ -12,12 +12,15 @@ right after a write on the same connection). ``None`` means there is no such row
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from onsale.core.hold_rules import effective_status
+from onsale.core.order_list_rules import Cursor, in_progress, newest_first, parse_cursor
 from onsale.core.queries import queries
 from onsale.core.ticket_token import KeyRing, claims_of, key_ring, sign
 from onsale.core.venue_cache import layout_path
@@ -28,6 +31,8 @@ from onsale.kernel.placement import Placement
 from onsale.kernel.problems import Problem
 from onsale.kernel.shards import ShardSet
 from onsale.kernel.timefmt import utc_iso
+
+log = logging.getLogger("onsale.core")
 
 # ---- shaping: a row of the named query -> the API's JSON --------------------
 
@@ -254,3 +259,64 @@ async def order_document(db: Database, order_id: uuid.UUID, account_id: uuid.UUI
         row = await conn.fetchrow(queries("payments")["order_for_account"], order_id,
                                   account_id)
     return None if row is None else order_json(row, keys)
+
+
+# ---- an account's orders ---------------------------------------------------
+
+
+def order_cursor(raw: str) -> Cursor | None:
+    """A page's ``before``, the ``next_cursor`` of the page before it; None: not one."""
+    return parse_cursor(raw)
+
+
+def order_summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One order as the list shows it (its full document: ``GET /api/orders/{id}``)."""
+    tickets = int(row["ticket_count"])
+    return {
+        "order_id": str(row["order_id"]),
+        "event_id": row["event_id"],
+        "event_name": row["event_name"],
+        "venue_name": row["venue_name"],
+        "event_starts_at": utc_iso(row["starts_at"]),
+        "order_status": row["status"],
+        "payment_status": row["payment_status"],
+        "in_progress": in_progress(row["payment_status"], tickets),
+        "amount_minor": row["amount_minor"],
+        "currency": row["currency"],
+        "seats": row["seats"],
+        **({"ga": row["ga"]} if row["ga"] is not None else {}),
+        "ticket_count": tickets,
+        "created_at": utc_iso(row["created_at"]),
+        "updated_at": utc_iso(row["updated_at"]),
+    }
+
+
+async def _shard_part(db: Database, account: uuid.UUID, before: Cursor | None,
+                      limit: int) -> list[Any] | None:
+    """This shard's newest ``limit + 1`` orders before the cursor; None: it did not
+    answer (its breaker is open, or it failed)."""
+    at, order_id = (before.created_at, before.order_id) if before else (None, None)
+    try:
+        async with db.connection() as conn:
+            rows: list[Any] = await conn.fetch(queries("orders")["orders_of_account"],
+                                               account, at, order_id, limit + 1)
+    except Exception:  # one shard down: the others' orders are still shown
+        log.warning("a shard did not answer an order list", exc_info=True)
+        return None
+    return rows
+
+
+async def orders_page(pools: Mapping[int, Database], account: uuid.UUID,
+                      before: Cursor | None, limit: int) -> dict[str, Any]:
+    """A page of the account's orders: ``orders`` (newest first), ``next_cursor`` (None:
+    the last page), and ``complete`` (False: a shard did not answer, so orders of its
+    events are missing from this page)."""
+    parts = await asyncio.gather(*(_shard_part(db, account, before, limit)
+                                   for db in pools.values()))
+    rows, after = newest_first([p for p in parts if p is not None], limit)
+    if not any(p is not None for p in parts):
+        raise Problem(503, "inventory_unavailable",
+                      detail="Your orders cannot be read right now; try again in a moment.")
+    return {"orders": [order_summary(r) for r in rows],
+            "next_cursor": after.text() if after else None,
+            "complete": all(p is not None for p in parts)}

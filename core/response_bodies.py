@@ -218,6 +218,40 @@ class Order(Struct):
     ga: GALine | UnsetType = UNSET
 
 
+class OrderSummary(Struct):
+    """One of your orders as your list of them shows it."""
+
+    order_id: Uuid
+    event_id: int
+    event_name: str
+    venue_name: str
+    event_starts_at: Time
+    order_status: OrderStatus
+    payment_status: PaymentState
+    in_progress: Annotated[bool, Meta(description=(
+        "Still converging: the payment not settled, or paid and the tickets not issued "
+        "yet; read it again in a few seconds"))]
+    amount_minor: int
+    currency: str
+    seats: list[Seat]
+    ticket_count: int
+    created_at: Time
+    updated_at: Time
+    ga: GALine | UnsetType = UNSET
+
+
+class OrderList(Struct):
+    """A page of your orders, newest first."""
+
+    orders: list[OrderSummary]
+    next_cursor: Annotated[str | None, Meta(description=(
+        "The next page's before (null: this is the last page)"))]
+    next: Annotated[str | None, Meta(description="The next page's URL (null: none)")]
+    complete: Annotated[bool, Meta(description=(
+        "false: a database did not answer, so orders of some events are missing from "
+        "this page; read it again in a moment"))]
+
+
 class StripeCount(Struct):
     stripe: int | UnsetType = UNSET
     active: bool | UnsetType = UNSET
@@ -248,5 +282,6 @@ class GARebalance(Struct):
     tier: GATier
 
 
-RESPONSE_BODIES = (Account, Event, OperatorEvent, EventList, Venue, Hold, Order, GAReport,
+RESPONSE_BODIES = (Account, Event, OperatorEvent, EventList, Venue, Hold, Order, OrderList,
+                   GAReport,
                    GATier, GARebalance, TicketKeys, TicketRevocations)

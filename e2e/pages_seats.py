@@ -234,3 +234,30 @@ class Order:
     def wait_until_paid(self, tickets: int, timeout_ms: float = 30_000) -> None:
         expect(self.status).to_have_attribute("data-status", "CAPTURED", timeout=timeout_ms)
         expect(self.tickets).to_have_count(tickets, timeout=timeout_ms)
+
+
+@dataclass
+class MyOrders:
+    """"My orders" (/orders), reached from the account menu on any page."""
+
+    page: Page
+
+    def open_from_menu(self) -> MyOrders:
+        self.page.get_by_role("navigation").get_by_role("link", name="My orders").click()
+        self.page.wait_for_url("**/orders")
+        return self
+
+    @property
+    def table(self) -> Locator:
+        return self.page.get_by_role("table", name="Your orders, newest first")
+
+    def order(self, event_name: str) -> Locator:
+        """The row of the order for ``event_name`` (its header cell names the event)."""
+        return self.table.get_by_role("row").filter(
+            has=self.page.get_by_role("rowheader", name=re.compile(re.escape(event_name))))
+
+    def state(self, event_name: str) -> Locator:
+        return self.order(event_name).get_by_role("status")
+
+    def open(self, event_name: str) -> None:
+        self.order(event_name).get_by_role("link", name=event_name).click()

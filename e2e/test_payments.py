@@ -15,6 +15,7 @@ from playwright.sync_api import Page, Request, expect
 
 from e2e.harness import Onsale
 from e2e.pages import Checkout, Order, alert
+from e2e.pages_seats import MyOrders
 from e2e.test_seat_map import hold_seat, open_map
 
 Shopper = Callable[[], tuple[Page, str]]
@@ -122,6 +123,49 @@ def test_a_3d_secure_card_goes_through_the_simulator_page_and_back(
     assert page.url.startswith(onsale.base_url + "/orders/")
     wait_captured(page, 1)
     shot(page, "order-after-3ds")
+
+
+def test_my_orders_finds_an_order_again_after_its_tab_is_closed(
+        shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
+    page, _ = shopper()
+    checkout(page, onsale, [21, 22]).pay(APPROVE)
+    wait_captured(page, 2)
+    order_url = page.url
+    event_id = page.request.get(f"/api/orders/{order_url.rsplit('/', 1)[1]}").json()["event_id"]
+    event_name = page.request.get(f"/api/events/{event_id}").json()["name"]
+    page.goto("/")  # the order's tab is gone: the shopper starts from the events
+    mine = MyOrders(page).open_from_menu()
+    expect(mine.state(event_name)).to_have_text("Paid")
+    expect(mine.order(event_name)).to_contain_text("300.00")
+    expect(mine.order(event_name)).to_contain_text(re.compile(r"Section \S+, row \S+, seat"))
+    shot(page, "my-orders")
+    mine.open(event_name)
+    page.wait_for_url(order_url)
+    Order(page).wait_until_paid(tickets=2)
+
+
+def test_my_orders_follows_an_order_until_it_is_paid(
+        shopper: Shopper, onsale: Onsale, shot: Shot) -> None:
+    """An order waiting for 3-D Secure is shown as such, and the list changes by itself
+    once the shopper completes it in another tab."""
+    page, _ = shopper()
+    pay = checkout(page, onsale, [35])
+    pay.enter_card(THREE_DS)
+    pay.press_pay()
+    page.wait_for_url("**/3ds/*")
+    other = page.context.new_page()
+    other.goto("/")
+    mine = MyOrders(other).open_from_menu()
+    row = mine.table.get_by_role("row").nth(1)  # the newest: this one
+    expect(row.get_by_role("status")).to_have_text("Your bank needs you to confirm")
+    expect(other.get_by_text("Orders still being paid update here by themselves.")).to_be_visible()
+    page.get_by_role("button", name="Complete authentication").click()
+    page.wait_for_url("**/orders/*")
+    expect(row.get_by_role("status")).to_have_text(re.compile("^Paid"), timeout=30_000)
+    expect(row.get_by_role("status")).to_have_text("Paid", timeout=30_000)  # tickets too
+    expect(other.get_by_text("Orders still being paid update here by themselves.")).to_be_hidden(
+        timeout=30_000)
+    shot(other, "my-orders-followed")
 
 
 def test_the_order_page_of_another_account_is_not_found(

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from onsale.web import ops_pages, seat_pages, shop_pages, ticket_pages
+from onsale.web import account_pages, ops_pages, seat_pages, shop_pages, ticket_pages
 from onsale.web.templating import HERE
 
 
@@ -31,6 +31,7 @@ def page_routes() -> list[BaseRoute]:
         *shop_pages.routes,
         *seat_pages.routes,
         *ticket_pages.routes,
+        *account_pages.routes,
         *ops_pages.routes,
         Route("/favicon.ico", favicon, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),

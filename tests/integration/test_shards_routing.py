@@ -184,6 +184,10 @@ async def test_a_shard_that_is_down_stops_only_its_own_events(
                 assert refused.status_code == 503
                 assert refused.json()["code"] == "inventory_unavailable"
                 assert (await hold(c, up, [2])).status_code == 201  # the other sells on
+                # an order list shows what the shards that answer hold, and says so
+                listed = await c.get("/api/orders")
+                assert listed.status_code == 200, listed.text
+                assert listed.json()["complete"] is False
             assert await shards_ok(shards) == {"2": False}  # the admitter pauses its events
             async with api.client() as c:
                 ready = await c.get("/readyz")
