@@ -22,6 +22,7 @@ from onsale.core.request_bodies import (
 )
 from onsale.kernel.bodies import convert
 from onsale.kernel.problems import Problem
+from onsale.kernel.venue_time import DEFAULT_ZONE, zone_of
 
 T = TypeVar("T")
 __all__ = ["MAX_GA_CAPACITY", "MAX_GA_TIERS", "MAX_PRICE_MINOR", "MAX_SEATS", "MAX_STRIPES",
@@ -67,6 +68,7 @@ class EventSpec:
     starts_at: datetime
     venue_name: str
     currency: str
+    time_zone: str
     tiers: tuple[tuple[str, int], ...]
     queue: QueueSpec = QueueSpec()
     ga_tiers: tuple[GATierSpec, ...] = ()
@@ -110,6 +112,10 @@ def event_spec(
     starts_at = body.starts_at or onsale_at + timedelta(days=30)
     ga_tiers = parse_ga_tiers(body.ga_tiers, default_max_hold)
     seats = _or(body.seats, 50_000)
+    time_zone = _or(body.time_zone, DEFAULT_ZONE)
+    if zone_of(time_zone) is None:
+        raise _bad(f"time_zone: {time_zone!r} is not an IANA time zone "
+                   "(such as Europe/Berlin or America/New_York).")
     if seats == 0 and not ga_tiers:  # general admission only: no seats at all
         raise _bad("seats: expected `int` >= 1 (0 only for an event with ga_tiers).")
     return EventSpec(
@@ -122,6 +128,7 @@ def event_spec(
         starts_at=starts_at,
         venue_name=_or(body.venue_name, "Main Arena").strip(),
         currency=_or(body.currency, "USD").upper(),
+        time_zone=time_zone,
         tiers=tiers,
         queue=queue_spec(body, QueueSpec(), onsale_at),
         ga_tiers=ga_tiers,

@@ -138,7 +138,7 @@ async def _insert_event(conn: Any, event_id: int, p: _Prepared) -> None:
         spec.max_tickets_per_account, spec.max_seats_per_hold, len(p.seats),
         spec.queue.policy, spec.queue.prequeue_at, spec.queue.admission_rate_min,
         spec.queue.admission_rate_max, spec.queue.active_cap, spec.queue.pow_difficulty,
-        p.commitment, p.beacon)
+        p.commitment, p.beacon, spec.time_zone)
 
 
 def _tiers(spec: EventSpec) -> list[dict[str, Any]]:

@@ -172,6 +172,9 @@ class NewEvent(QueueSettings, kw_only=True):
     onsale_at: Time | None = None
     starts_at: Time | None = None
     venue_name: Name | UnsetType = UNSET
+    time_zone: Annotated[str, Meta(min_length=1, max_length=64, description=(
+        "The venue's IANA time zone, e.g. Europe/Berlin (default UTC): the pages show "
+        "times in it; the API keeps UTC"))] | UnsetType = UNSET
     currency: Annotated[str, Meta(pattern=r"^[A-Za-z]{3}$",
                                   description="ISO 4217")] | UnsetType = UNSET
     price_tiers: Annotated[list[PriceTier], Meta(

@@ -91,6 +91,8 @@ class Event(Struct):
     event_id: int
     name: str
     venue_name: str
+    time_zone: Annotated[str, Meta(description=(
+        "The venue's IANA time zone (every time here is UTC)"))]
     starts_at: Time
     onsale_at: Time
     currency: str
@@ -225,6 +227,7 @@ class OrderSummary(Struct):
     event_id: int
     event_name: str
     venue_name: str
+    event_time_zone: Annotated[str, Meta(description="The venue's IANA time zone")]
     event_starts_at: Time
     order_status: OrderStatus
     payment_status: PaymentState

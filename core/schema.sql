@@ -71,6 +71,9 @@ CREATE TABLE events (
     risk_raised             smallint CHECK (risk_raised BETWEEN 1 AND 100),
     risk_high               smallint CHECK (risk_high BETWEEN 1 AND 100),
     risk_refused            smallint CHECK (risk_refused BETWEEN 1 AND 100),
+    -- The venue's IANA time zone (the pages show times in it; the API keeps UTC).
+    time_zone               text NOT NULL DEFAULT 'UTC'
+                            CHECK (length(time_zone) BETWEEN 1 AND 64),
     CONSTRAINT events_risk_ascending CHECK (
         risk_raised < coalesce(risk_high, risk_refused, 101)
         AND risk_high < coalesce(risk_refused, 101)),

@@ -712,8 +712,9 @@ def cmd_event_create(args: argparse.Namespace) -> int:
             print(f"onsale event create: {exc}", file=sys.stderr)
             return 2
     for field in ("hold_ttl_seconds", "max_tickets_per_account", "max_seats_per_hold",
-                  "onsale_at", "starts_at", "queue_policy", "prequeue_at",
-                  "admission_rate_min", "admission_rate_max", "active_cap", "pow_difficulty"):
+                  "onsale_at", "starts_at", "venue_name", "time_zone", "queue_policy",
+                  "prequeue_at", "admission_rate_min", "admission_rate_max", "active_cap",
+                  "pow_difficulty"):
         value = getattr(args, field)
         if value is not None:
             body[field] = value
@@ -940,6 +941,10 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--max-seats-per-hold", dest="max_seats_per_hold", type=int)
     create.add_argument("--onsale-at", dest="onsale_at", help="ISO 8601 time with zone")
     create.add_argument("--starts-at", dest="starts_at", help="ISO 8601 time with zone")
+    create.add_argument("--venue-name", dest="venue_name")
+    create.add_argument("--time-zone", dest="time_zone",
+                        help="the venue's IANA time zone, e.g. Europe/Berlin (default UTC); "
+                             "the pages show times in it")
     # The waiting room (docs/edge.md); checked by parse_event_spec like POST /api/ops/events.
     create.add_argument("--queue-policy", dest="queue_policy",
                         help="fifo (default), random or passthrough")

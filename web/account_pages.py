@@ -15,6 +15,8 @@ from starlette.routing import BaseRoute, Route
 from onsale.core.read_model import order_cursor, orders_page
 from onsale.kernel.problems import Problem
 from onsale.kernel.shared import shared
+from onsale.kernel.timefmt import parse_utc_iso
+from onsale.kernel.venue_time import venue_when
 from onsale.web.seat_pages import money, seat_label
 from onsale.web.templating import problem_page, render, signed_in_account
 
@@ -64,6 +66,10 @@ async def my_orders(request: Request) -> Response:
         return await problem_page(request, problem.status, problem.code,
                                   title="Your orders cannot be read right now")
     orders = [{**o, "words": state_words(o), "bought": what_was_bought(o),
+               "starts_when": venue_when(parse_utc_iso(o["event_starts_at"]),
+                                         o["event_time_zone"]),
+               "ordered_when": venue_when(parse_utc_iso(o["created_at"]),
+                                          o["event_time_zone"]),
                "amount": money(o["amount_minor"], o["currency"])} for o in doc["orders"]]
     older = (f"/orders?{urlencode({'before': doc['next_cursor']})}"
              if doc["next_cursor"] else None)

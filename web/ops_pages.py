@@ -23,6 +23,7 @@ from onsale.kernel.inputs import int_path, parse_id
 from onsale.kernel.problems import Problem
 from onsale.kernel.shared import shared
 from onsale.kernel.timefmt import parse_utc_iso
+from onsale.kernel.venue_time import venue_when
 from onsale.web.templating import render
 
 POLICY_WORDS = {
@@ -32,12 +33,12 @@ POLICY_WORDS = {
 }
 
 
-def when(value: datetime | None) -> str:
-    """``Tue 1 Dec 2026, 14:30 UTC`` (the console shows UTC, like the API)."""
+def when(value: datetime | None, zone: str | None = None) -> str:
+    """``Tue 1 Dec 2026, 14:30 UTC``, in the venue's ``zone`` when given (the browser
+    adds the operator's own zone beside it, local_time.js)."""
     if value is None:
         return "not set"
-    v = value.astimezone(UTC)
-    return f"{v:%a} {v.day} {v:%b %Y}, {v:%H:%M} UTC"
+    return venue_when(value, zone)
 
 
 def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -48,12 +49,16 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
     policy = doc["queue"]["policy"]
     prequeue = doc["queue"]["prequeue_at"]
     prequeue_at = parse_utc_iso(prequeue) if prequeue else None
+    zone = doc.get("time_zone")
     return {
         "event_id": doc["event_id"], "name": doc["name"], "venue_name": doc["venue_name"],
         "seat_count": doc["seat_count"], "shard": doc.get("shard"), "policy": policy,
         "policy_words": POLICY_WORDS.get(policy, policy),
-        "onsale_when": when(onsale), "starts_when": when(starts),
-        "prequeue_when": when(prequeue_at) if prequeue_at else "as soon as the event exists",
+        "onsale_when": when(onsale, zone), "starts_when": when(starts, zone),
+        "prequeue_when": (when(prequeue_at, zone) if prequeue_at
+                          else "as soon as the event exists"),
+        "time_zone": zone or "UTC", "starts_iso": doc["starts_at"],
+        "prequeue_iso": prequeue or "",
         "sale_open": now >= onsale, "over": now >= starts,
         "max_tickets_per_account": doc["max_tickets_per_account"],
         "onsale_iso": onsale.astimezone(UTC).isoformat(),

@@ -24,6 +24,7 @@ from onsale.kernel.cookies import settings_cookie_policy
 from onsale.kernel.inputs import parse_id
 from onsale.kernel.problems import Problem
 from onsale.kernel.shared import shared
+from onsale.kernel.venue_time import venue_clock, venue_when
 from onsale.web.templating import problem_page, render, signed_in_account
 
 ZERO_DECIMAL = frozenset({"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG",
@@ -37,23 +38,23 @@ def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def clock(value: datetime) -> str:
-    """``14:30 UTC``: the time of day the pages show (UTC, like the API)."""
-    return f"{value.astimezone(UTC):%H:%M} UTC"
+def clock(value: datetime, zone: str | None = None) -> str:
+    """``14:30 UTC``, ``19:30 CET``: the time of day at the venue (``zone``; UTC when
+    None). The API keeps UTC; the browser adds the shopper's own zone (local_time.js)."""
+    return venue_clock(value, zone)
 
 
-def when(value: datetime) -> str:
-    """``Tue 1 Dec 2026, 14:30 UTC``."""
-    v = value.astimezone(UTC)
-    return f"{v:%a} {v.day} {v:%b %Y}, {clock(v)}"
+def when(value: datetime, zone: str | None = None) -> str:
+    """``Tue 1 Dec 2026, 14:30 UTC``; in the venue's ``zone`` when given."""
+    return venue_when(value, zone)
 
 
-def policy_words(policy: str, onsale_at: datetime) -> str:
+def policy_words(policy: str, onsale_at: datetime, zone: str | None = None) -> str:
     """The queue policy in plain words (docs/edge.md#policies)."""
     if policy == "fifo":
         return "first come, first served"
     if policy == "random":
-        return f"random draw at {clock(onsale_at)} for everyone who arrives before"
+        return f"random draw at {clock(onsale_at, zone)} for everyone who arrives before"
     if policy == "passthrough":
         return "no queue: straight in"
     return "a queue decides the order of entry"
@@ -80,13 +81,14 @@ def event_view(doc: dict[str, Any], now: datetime) -> dict[str, Any]:
     starts_at = parse_time(doc["starts_at"])
     queue = doc["queue"]
     prequeue_at = parse_time(queue["prequeue_at"]) if queue["prequeue_at"] else None
+    zone = doc.get("time_zone")
     return {
         **doc,
-        "onsale_when": when(onsale_at),
-        "starts_when": when(starts_at),
-        "prequeue_when": when(prequeue_at) if prequeue_at else None,
+        "onsale_when": when(onsale_at, zone),
+        "starts_when": when(starts_at, zone),
+        "prequeue_when": when(prequeue_at, zone) if prequeue_at else None,
         "policy": queue["policy"],
-        "policy_words": policy_words(queue["policy"], onsale_at),
+        "policy_words": policy_words(queue["policy"], onsale_at, zone),
         "sale_open": now >= onsale_at,
         "queue_open": prequeue_at is None or now >= prequeue_at,
         "over": now >= starts_at,

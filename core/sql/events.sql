@@ -8,9 +8,10 @@ SELECT nextval(pg_get_serial_sequence('events', 'event_id'));
 INSERT INTO events (event_id, name, venue_name, starts_at, onsale_at, currency,
                     hold_ttl_seconds, max_tickets_per_account, max_seats_per_hold, seat_count,
                     queue_policy, prequeue_at, admission_rate_min, admission_rate_max,
-                    active_cap, pow_difficulty, draw_commitment, beacon_commitment)
+                    active_cap, pow_difficulty, draw_commitment, beacon_commitment, time_zone)
 OVERRIDING SYSTEM VALUE
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+        $19);
 
 -- name: place_event
 -- The switch: once this commits, every process routes the event to shard $2.
@@ -67,7 +68,7 @@ INSERT INTO venue_layouts (event_id, etag, body, body_gzip) VALUES ($1, $2, $3, 
 -- name: events
 -- All events ($1 NULL) or those listed ($1: their ids; a shard is asked for the events
 -- the placement puts on it), with the current price of each tier.
-SELECT e.event_id, e.name, e.venue_name, e.starts_at, e.onsale_at, e.currency,
+SELECT e.event_id, e.name, e.venue_name, e.time_zone, e.starts_at, e.onsale_at, e.currency,
        e.hold_ttl_seconds, e.max_tickets_per_account, e.max_seats_per_hold, e.seat_count,
        e.queue_policy, e.prequeue_at, e.draw_commitment, e.draw_seed, e.drawn_at,
        e.beacon_commitment, e.beacon_outcome, e.pow_difficulty,

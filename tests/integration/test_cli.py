@@ -36,18 +36,21 @@ async def test_migrate_event_create_and_audit(db_url: str, conn: Any) -> None:
     assert migrated.stdout.strip() == "schema is up to date"
     assert migrated.stderr.splitlines()[-1] == "onsale migrate: shard 1: done (1/1)"
     created = run("event", "create", "--name", "CLI night", "--seats", "120",
-                  "--hold-ttl-seconds", "5", env=env)
+                  "--hold-ttl-seconds", "5", "--venue-name", "Philharmonie",
+                  "--time-zone", "Europe/Berlin", env=env)
     assert created.returncode == 0, created.stderr
     event_id = int(created.stdout.strip())  # stdout is the answer; progress on stderr
     assert created.stderr.splitlines() == [
         f"onsale event create: event {event_id}: {what}" for what in (
             "the venue layout (0/4)", "120 seats (1/4)", "the catalogue (2/4)",
             "statistics (3/4)", "done (4/4)")]
-    row = await conn.fetchrow("SELECT seat_count, hold_ttl_seconds FROM events WHERE event_id=$1",
-                              event_id)
-    assert (row["seat_count"], row["hold_ttl_seconds"]) == (120, 5)
+    row = await conn.fetchrow("SELECT seat_count, hold_ttl_seconds, venue_name, time_zone "
+                              "FROM events WHERE event_id=$1", event_id)
+    assert tuple(row) == (120, 5, "Philharmonie", "Europe/Berlin")
     bad = run("event", "create", "--name", "x", "--seats", "0", env=env)
     assert bad.returncode == 2 and "seats" in bad.stderr
+    bad = run("event", "create", "--name", "x", "--time-zone", "Berlin", env=env)
+    assert bad.returncode == 2 and "'Berlin' is not an IANA time zone" in bad.stderr
 
     clean = run("audit", env=env)
     assert clean.returncode == 0, clean.stdout

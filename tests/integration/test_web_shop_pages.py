@@ -86,3 +86,32 @@ async def test_dev_role_serves_the_event_list_at_the_root(db_url: str) -> None:
     assert home.status_code == 200 and "Root show" in home.text
     assert 'id="signin-submit"' in signin.text
     assert out.status_code == 303 and 'onsale_session=""' in out.headers["set-cookie"]
+
+
+async def test_an_events_times_are_shown_at_its_venue_and_kept_in_utc_by_the_api(
+        site: Api) -> None:
+    """Issue 28, time zones: set at creation, kept in UTC by the API, shown in the
+    venue's zone on the pages, on both sides of a daylight-saving change."""
+    event_id = await site.create_event(
+        name="Spring forward", queue_policy="fifo", time_zone="Europe/Berlin",
+        prequeue_at="2030-03-31T00:30:00Z",      # 01:30 CET, before the change
+        onsale_at="2030-03-31T01:30:00Z",        # 03:30 CEST, after it
+        starts_at="2030-04-05T17:30:00Z")
+    async with site.client() as c:
+        doc = (await c.get(f"/api/events/{event_id}")).json()
+        page = words((await c.get(f"/events/{event_id}")).text)
+        html = (await c.get(f"/events/{event_id}")).text
+        home = words((await c.get("/")).text)
+        wrong = await site.admin_post("/api/ops/events", {"name": "Atlantis night",
+                                                          "time_zone": "Europe/Atlantis"})
+        utc = (await c.get(f"/api/events/{await site.create_event(name='Plain')}")).json()
+    assert doc["time_zone"] == "Europe/Berlin" and utc["time_zone"] == "UTC"
+    assert doc["onsale_at"].startswith("2030-03-31T01:30:00")  # the API keeps UTC
+    assert "Sun 31 Mar 2030, 03:30 CEST" in page          # the sale opens after the change
+    assert "The queue opens Sun 31 Mar 2030, 01:30 CET" in page  # and the queue before it
+    assert "Fri 5 Apr 2030, 19:30 CEST" in page and "Fri 5 Apr 2030, 19:30 CEST" in home
+    assert '<time datetime="2030-03-31T01:30:00' in html
+    assert 'data-venue-zone="Europe/Berlin"' in html
+    assert '<script type="module" src="/static/js/local_time.js"></script>' in html
+    assert wrong.status_code == 400 and wrong.json()["code"] == "invalid_request"
+    assert "Europe/Atlantis" in wrong.json()["detail"]

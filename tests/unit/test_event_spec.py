@@ -43,8 +43,16 @@ def test_defaults() -> None:
         starts_at=NOW + timedelta(days=30),
         venue_name="Main Arena",
         currency="USD",
+        time_zone="UTC",
         tiers=DEFAULT_TIERS,
     )
+
+
+def test_the_venues_time_zone_is_an_iana_name() -> None:
+    assert parse({"name": "x", "time_zone": "Europe/Berlin"}).time_zone == "Europe/Berlin"
+    for wrong in ("Europe/Atlantis", "CET+1", "../etc/passwd"):
+        problem = rejected({"name": "x", "time_zone": wrong}, "time_zone")
+        assert wrong in problem.detail
 
 
 def test_server_defaults_are_used() -> None:

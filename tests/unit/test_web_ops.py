@@ -22,7 +22,8 @@ def event(**overrides: object) -> dict[str, Any]:
     """The event document the console reads (the API's, shaped from an events row)."""
     onsale = datetime(2026, 12, 1, 14, 30, tzinfo=UTC)
     row: dict[str, object] = {
-        "event_id": 7, "name": "Spring tour", "venue_name": "Main Arena", "seat_count": 50_000,
+        "event_id": 7, "name": "Spring tour", "venue_name": "Main Arena",
+        "time_zone": "Europe/Berlin", "seat_count": 50_000,
         "queue_policy": "random", "onsale_at": onsale, "starts_at": onsale + timedelta(days=20),
         "prequeue_at": onsale - timedelta(minutes=30), "max_tickets_per_account": 4,
         "currency": "USD", "hold_ttl_seconds": 300, "max_seats_per_hold": 6, "tiers": [],
@@ -46,6 +47,13 @@ def test_event_view_says_the_policy_and_the_sale_state_in_words() -> None:
     assert during["policy_words"] == "first come, first served"
     assert during["sale_open"] is True and during["prequeue_seconds"] == 0
     assert during["prequeue_when"] == "as soon as the event exists"
+
+
+def test_the_console_says_times_at_the_venue() -> None:
+    view = event_view(event(), datetime(2026, 12, 1, 14, 0, tzinfo=UTC))
+    assert view["onsale_when"] == "Tue 1 Dec 2026, 15:30 CET"  # 14:30 UTC in Berlin
+    assert view["time_zone"] == "Europe/Berlin"
+    assert view["onsale_iso"].startswith("2026-12-01T14:30")
 
 
 def test_the_console_lives_under_one_mount() -> None:

@@ -31,6 +31,7 @@ NOW = datetime.now(UTC)
 def row(event_id: int = 7, **over: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "event_id": event_id, "name": "Gala <night>", "venue_name": "Main Arena",
+        "time_zone": "UTC",
         "starts_at": NOW + timedelta(days=30), "onsale_at": NOW - timedelta(minutes=5),
         "currency": "USD", "seat_count": 300, "hold_ttl_seconds": 300,
         "max_tickets_per_account": 6, "max_seats_per_hold": 6,

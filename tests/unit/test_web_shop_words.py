@@ -27,6 +27,13 @@ def test_each_policy_in_plain_words() -> None:
     assert "_" not in policy_words("something_new", ONSALE)
 
 
+def test_times_are_shown_at_the_venue_when_it_has_a_zone() -> None:
+    assert clock(ONSALE, "Asia/Tokyo") == "23:30 JST"
+    assert when(ONSALE, "America/New_York") == "Tue 1 Dec 2026, 09:30 EST"
+    assert policy_words("random", ONSALE, "Europe/Berlin") == (
+        "random draw at 15:30 CET for everyone who arrives before")
+
+
 def test_times_are_shown_in_utc_whatever_the_offset() -> None:
     tokyo = ONSALE.astimezone(timezone(timedelta(hours=9)))
     assert clock(tokyo) == "14:30 UTC"

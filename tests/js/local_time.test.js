@@ -1,0 +1,46 @@
+// Event times in the venue's zone and the shopper's (web/static/js/local_time.js), and
+// countdowns across a daylight-saving change (web/static/js/countdown.js).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { countdown, formatDuration, setServerNow } from "../../web/static/js/countdown.js";
+import { inZone, offsetOf, yourTime } from "../../web/static/js/local_time.js";
+
+test("an instant in a zone, on both sides of a daylight-saving change", () => {
+  // Berlin springs forward at 01:00 UTC on 29 March 2026
+  assert.equal(inZone("2026-03-29T00:30:00Z", "Europe/Berlin"), "Sun 29 Mar 2026, 01:30 CET");
+  assert.equal(inZone("2026-03-29T01:30:00Z", "Europe/Berlin"), "Sun 29 Mar 2026, 03:30 CEST");
+  // New York falls back at 06:00 UTC on 1 November 2026
+  assert.equal(inZone("2026-11-01T05:30:00Z", "America/New_York", true), "01:30 EDT");
+  assert.equal(inZone("2026-11-01T06:30:00Z", "America/New_York", true), "01:30 EST");
+  assert.equal(offsetOf("2026-03-29T00:30:00Z", "Europe/Berlin"), 60);
+  assert.equal(offsetOf("2026-03-29T01:30:00Z", "Europe/Berlin"), 120);
+  assert.equal(offsetOf("2026-11-01T06:30:00Z", "America/New_York"), -300);
+});
+
+test("the shopper's own time is added only when it differs", () => {
+  const iso = "2026-12-04T18:30:00Z";
+  assert.equal(yourTime(iso, "Europe/London", "UTC"), "");  // GMT is UTC in winter
+  assert.equal(yourTime("2026-07-04T18:30:00Z", "Europe/London", "UTC"), " (18:30 UTC your time)");
+  assert.equal(yourTime(iso, "Europe/Berlin", "America/New_York"), " (13:30 EST your time)");
+  assert.equal(yourTime(iso, "Europe/Berlin", "Pacific/Auckland"),
+               " (Sat 5 Dec 2026, 07:30 GMT+13 your time)");
+  assert.equal(yourTime(iso, "Europe/Berlin", "Europe/Paris"), "");
+});
+
+test("a countdown to an opening just after a daylight-saving change counts real time", () => {
+  // The sale opens at 03:30 CEST on 29 March 2026 (01:30 UTC); "now" is 00:30 CET
+  // (00:30 UTC), on the other side of the change: one hour left, not two.
+  const opening = Date.parse("2026-03-29T01:30:00Z");
+  setServerNow(Date.parse("2026-03-29T00:30:00Z"));
+  const shown = { textContent: "" };
+  const stop = countdown(shown, opening);
+  stop();
+  assert.equal(shown.textContent, formatDuration(3600));
+  assert.equal(shown.textContent, "1 h 00 min 00 s");
+  // Falling back in New York: 01:30 EDT to 01:30 EST is an hour, though the clock reads the same
+  setServerNow(Date.parse("2026-11-01T05:30:00Z"));
+  const again = { textContent: "" };
+  countdown(again, Date.parse("2026-11-01T06:30:00Z"))();
+  assert.equal(again.textContent, "1 h 00 min 00 s");
+});
