@@ -38,6 +38,20 @@ class ConsoleEvents:
          .get_by_role("link", name=name, exact=True).click())
         return ConsoleEvent(self.page)
 
+    def create(self, name: str, *, seats: str, venue: str, zone: str, onsale: str,
+               policy: str) -> ConsoleEvent:
+        """A new event from the "New event" form (``onsale``: the venue's wall time,
+        YYYY-MM-DDTHH:MM); the console then opens its page."""
+        form = self.page.get_by_role("region", name="New event")
+        form.get_by_label("Name").fill(name)
+        form.get_by_label("Seats").fill(seats)
+        form.get_by_label("Venue", exact=True).fill(venue)
+        form.get_by_label("Venue time zone").fill(zone)
+        form.get_by_label("On sale from (venue time; blank: now)").fill(onsale)
+        form.get_by_label("Queue policy").select_option(label=policy)
+        form.get_by_role("button", name="Create the event").click()
+        return ConsoleEvent(self.page)
+
 
 @dataclass
 class ConsoleEvent:

@@ -103,6 +103,26 @@ def test_the_operator_watches_pauses_and_resumes_a_sale(
     shot(ops, "event-running")
 
 
+def test_the_operator_creates_an_event_at_its_venues_time(
+        onsale: Onsale, new_context: Callable[[], BrowserContext], shot: Shot) -> None:
+    """The sale opens at 03:30 in Berlin on the night the clocks go forward: the
+    console sends 01:30 UTC, and every page says 03:30 CEST."""
+    name = f"Berlin night {uuid.uuid4().hex[:6]}"
+    ops = new_context().new_page()
+    sign_in(ops, onsale.admin_token)
+    console = ConsoleEvents(ops).create(
+        name, seats="120", venue="Philharmonie", zone="Europe/Berlin",
+        onsale="2030-03-31T03:30", policy="first come, first served (fifo)")
+    console.wait_until_loaded()
+    expect(console.article).to_contain_text("Philharmonie (Europe/Berlin)")
+    expect(console.article).to_contain_text("on sale Sun 31 Mar 2030, 03:30 CEST")
+    event_id = int(ops.url.rstrip("/").rsplit("/", 1)[1])
+    doc = onsale.admin("GET", f"/api/events/{event_id}").json()
+    assert doc["time_zone"] == "Europe/Berlin" and doc["seat_count"] == 120
+    assert doc["onsale_at"].startswith("2030-03-31T01:30:00")
+    shot(ops, "event-created-in-berlin")
+
+
 def test_the_fairness_lab_runs_and_draws_its_charts(
         onsale: Onsale, new_context: Callable[[], BrowserContext], shot: Shot) -> None:
     event_id = onsale.create_event(queue_policy="fifo", seats=300, max_tickets_per_account=4)

@@ -44,3 +44,13 @@ test("a countdown to an opening just after a daylight-saving change counts real 
   countdown(again, Date.parse("2026-11-01T06:30:00Z"))();
   assert.equal(again.textContent, "1 h 00 min 00 s");
 });
+
+test("a wall-clock time at the venue becomes its UTC instant, across the change", async () => {
+  const { venueToUtc } = await import("../../web/static/js/ops.js");
+  assert.equal(venueToUtc("2030-03-31T01:30", "Europe/Berlin"), "2030-03-31T00:30:00.000Z");
+  assert.equal(venueToUtc("2030-03-31T03:30", "Europe/Berlin"), "2030-03-31T01:30:00.000Z");
+  assert.equal(venueToUtc("2030-07-01T19:30", "America/New_York"), "2030-07-01T23:30:00.000Z");
+  assert.equal(venueToUtc("2030-12-01T19:30", "America/New_York"), "2030-12-02T00:30:00.000Z");
+  assert.equal(venueToUtc("2030-12-01T19:30", "UTC"), "2030-12-01T19:30:00.000Z");
+  assert.throws(() => venueToUtc("2030-12-01T19:30", "Europe/Atlantis"), RangeError);
+});

@@ -3,6 +3,7 @@
 // and goes with every /api/ops call as "Authorization: Bearer ...".
 
 import { api, ApiError, flash, newKey } from "./api.js";
+import { offsetOf } from "./local_time.js";
 
 const KEY = "onsale.ops.token";
 const WRONG_TOKEN = "That operator token was not accepted. Paste the ONSALE_ADMIN_TOKEN of " +
@@ -93,7 +94,57 @@ export function initSignin() {
   });
 }
 
+/**
+ * The UTC instant of a wall-clock time at the venue ("2030-03-31T03:30" in
+ * Europe/Berlin is 01:30 UTC): the zone's offset at that instant, found in two steps
+ * so a time just after a daylight-saving change takes the new offset.
+ * @param {string} wall a datetime-local value, YYYY-MM-DDTHH:MM
+ * @param {string} zone an IANA zone
+ * @returns {string} ISO 8601 in UTC
+ */
+export function venueToUtc(wall, zone) {
+  const guess = Date.parse(`${wall}:00Z`);
+  if (!Number.isFinite(guess)) throw new RangeError(`not a time: ${wall}`);
+  let at = guess - offsetOf(new Date(guess).toISOString(), zone) * 60000;
+  at = guess - offsetOf(new Date(at).toISOString(), zone) * 60000;
+  return new Date(at).toISOString();
+}
+
 export function initIndex() {
   initNav();
-  requireToken();
+  if (!requireToken()) return;
+  const form = document.getElementById("new-event-form");
+  if (!form) return;
+  const $ = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ (document.getElementById(id));
+  const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  $("time-zones").replaceChildren(...["UTC", ...zones].map(zone => {
+    const option = document.createElement("option");
+    option.value = zone;
+    return option;
+  }));
+  form.addEventListener("submit", async event => {
+    event.preventDefault();
+    const zone = $("new-zone").value.trim() || "UTC";
+    /** @type {Record<string, unknown>} */
+    const body = { name: $("new-name").value, seats: Number($("new-seats").value),
+                   venue_name: $("new-venue").value, time_zone: zone,
+                   queue_policy: $("new-policy").value };
+    if ($("new-onsale").value) {
+      try {
+        body.onsale_at = venueToUtc($("new-onsale").value, zone);
+      } catch {
+        flash(`${zone} is not a time zone this browser knows: check its spelling.`);
+        return;
+      }
+    }
+    const button = $("new-event-save");
+    button.disabled = true;
+    try {
+      const made = await opsApi("/api/ops/events", { method: "POST", body });
+      location.assign(`/ops/events/${made.event_id}`);
+    } catch (error) {
+      flash(explain(error));
+      button.disabled = false;
+    }
+  });
 }
