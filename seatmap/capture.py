@@ -22,7 +22,7 @@ import asyncpg
 
 from onsale.kernel.placement import Placement, ShardRow
 from onsale.kernel.shards import load_placement
-from onsale.kernel.tasks import stop_background
+from onsale.kernel.tasks import stop_background, to_the_end
 from onsale.kernel.valkey import RedisClient
 from onsale.seatmap.cdc import Consumer
 from onsale.seatmap.config import SeatmapSettings, shard_numbers
@@ -84,10 +84,16 @@ class Capture:
                     await asyncio.wait_for(self._changed.wait(), self.settings.shard_reload_s)
                 self._changed.clear()
         finally:
-            if listener is not None:
-                with contextlib.suppress(Exception):
-                    await listener.close()
-            await self.stop()
+            # The consumers first, and to the end: cancelled again while closing the
+            # listener (stop_background re-cancels each second), a consumer left running
+            # would fight the next one for its slot's generation.
+            await to_the_end(self._shut_down(listener))
+
+    async def _shut_down(self, listener: Any) -> None:
+        await self.stop()
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                await listener.close()
 
     def apply(self, placement: Placement, *, read: bool = True) -> None:
         """Bring the consumers in line with ``placement`` (shard_plan.plan); ``read``:

@@ -58,7 +58,7 @@ async def test_a_hung_call_ends_at_its_bound_and_two_open_the_breaker(
     clock.now += 0.5
     assert await dep.run(answer) == "ok"  # the probe
     assert dep.breaker.state is State.CLOSED
-    lines = [r.getMessage() for r in caplog.records]
+    lines = [r.getMessage() for r in caplog.records if r.name == "onsale.dependency"]
     assert [line.split(" ", 2)[1:2] for line in lines] == [["went"], ["came"]]
     assert "Valkey went away (no answer in time)" in lines[0]
     assert lines[1] == "Valkey came back after 0.5 s"
