@@ -31,9 +31,16 @@ setServerNow(Number(room.dataset.serverNow));
 
 // ---- showing -----------------------------------------------------------------
 
+// Only a change is written: each region below is polite and live, and a screen
+// reader would read the same words again after every poll otherwise.
+function say(id, text) {
+  const element = $(id);
+  if (element.textContent !== text) element.textContent = text;
+}
+
 function setState(state, text) {
   room.dataset.state = state;
-  $("wr-status").textContent = text;
+  say("wr-status", text);
 }
 
 function showCountdown(label, iso, onDone) {
@@ -59,8 +66,8 @@ function hideCountdown() {
 function showPosition(position, eta) {
   if (position == null && room.dataset.policy !== "random") { hideFigures(); return; }
   $("wr-figures").hidden = false;
-  $("wr-position").textContent = position == null ? "given by the draw" : String(position);
-  $("wr-eta").textContent = roughly(eta);
+  say("wr-position", position == null ? "given by the draw" : String(position));
+  say("wr-eta", roughly(eta));
   const bar = $("wr-progress");
   bar.hidden = false;
   if (position == null) { bar.removeAttribute("value"); return; }
