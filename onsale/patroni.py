@@ -176,16 +176,32 @@ class Node:
         return f"postgresql://postgres@127.0.0.1:{self.pg_port}/{database}"
 
     def kill(self) -> None:
-        """``kill -9`` of Patroni and its postmaster, as a dead machine."""
+        """``kill -9`` of Patroni, its postmaster and the postmaster's children at once,
+        as a dead machine. The children too: a walreceiver outlives a killed postmaster
+        until it notices, and could still confirm a synchronous commit meanwhile."""
         pid = self.postmaster_pid()
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
         if pid is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            for doomed in (*children_of(pid), pid):
+                try:
+                    os.kill(doomed, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc; none where there is no /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(stat.parent.name))
+    return found
 
 
 @dataclass

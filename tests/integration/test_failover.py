@@ -190,9 +190,12 @@ async def test_a_killed_primary_fails_over_and_every_acknowledged_write_survives
     no seat has two sold orders; the seat map, streamed by a change-capture process
     through the same address, converges to what the new primary holds."""
     await asyncio.to_thread(ha.cluster.wait_streaming, 2, 90)  # a settled cluster
-    seats = 2000
-    event_id = await _event(ha_stack, seats=seats)
-    ga_event_id = await _event(ha_stack, seats=0,
+    # Room for every account to go on buying after the failover: at the default limit
+    # of 6 tickets, 24 accounts reached it within the 4 s before the kill on a quiet
+    # machine, and every hold after the failover was a 409 (nothing to accept again).
+    seats = 10_000
+    event_id = await _event(ha_stack, seats=seats, max_tickets_per_account=100)
+    ga_event_id = await _event(ha_stack, seats=0, max_tickets_per_account=100,
                                ga_tiers=[{"name": "Floor", "price_minor": 5000,
                                           "capacity": 5000, "stripes": 4}])
     accounts = await _accounts(ha.dsn, 24)
