@@ -12,12 +12,25 @@ from __future__ import annotations
 import functools
 import re
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 DEFAULT_ZONE = "UTC"
 MAX_NAME = 64
 # What an IANA name looks like: ASCII letters, digits and _+-, parts joined by "/".
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9][A-Za-z0-9_+-]*){0,2}")
+# Files of a system's zone folder that ZoneInfo reads but that are no place's zone:
+# this machine's own zone (a link to /etc/localtime), the zone of "no zone known"
+# ("-00"), and the rules old POSIX TZ strings borrow. A zone so named would read
+# differently from one server to the next, and browsers do not know it.
+NOT_PLACES = frozenset({"localtime", "Factory", "posixrules"})
+
+
+@functools.cache
+def known_names() -> frozenset[str]:
+    """The zones an event may have: the time-zone database's names, from the system's
+    folder and the ``tzdata`` package alike (``available_timezones`` leaves out the
+    ``posix/`` and ``right/`` copies, the latter counting leap seconds)."""
+    return frozenset(available_timezones()) - NOT_PLACES
 
 
 @functools.cache
@@ -30,8 +43,9 @@ def _zone(name: str) -> ZoneInfo | None:
 
 def zone_of(name: str) -> ZoneInfo | None:
     """The zone named ``name`` (an IANA name, e.g. ``Europe/Berlin``); None: no such
-    zone (a path, a POSIX TZ string or a typo is none)."""
-    if len(name) > MAX_NAME or not _NAME.fullmatch(name):
+    zone (a path, a POSIX TZ string, a typo, or a file of the zone folder that is no
+    place's zone, such as ``localtime`` or ``right/UTC``, is none)."""
+    if len(name) > MAX_NAME or not _NAME.fullmatch(name) or name not in known_names():
         return None
     return _zone(name)
 

@@ -54,3 +54,23 @@ def test_iana_names_are_zones(name: str) -> None:
                                   "x" * 65, "Éurope/Berlin", "Europe/Berlin\x00"])
 def test_anything_else_is_not(name: str) -> None:
     assert zone_of(name) is None
+
+
+@pytest.mark.parametrize("name", ["localtime", "Factory", "posixrules", "right/UTC",
+                                  "right/Europe/Berlin", "posix/Europe/Berlin", "zone.tab",
+                                  "tzdata.zi", "leapseconds"])
+def test_files_of_the_zone_folder_that_are_no_place_are_not_zones(name: str) -> None:
+    # ZoneInfo reads most of these from a system's /usr/share/zoneinfo (localtime is
+    # the server's own zone, right/ counts leap seconds): an event stored with one
+    # would read differently from one server to the next, and browsers know none.
+    assert zone_of(name) is None
+    assert venue_when(utc(2026, 3, 29, 1, 30), name) == "Sun 29 Mar 2026, 01:30 UTC"
+
+
+def test_every_zone_the_tzdata_package_ships_is_one() -> None:
+    # The dependency that gives machines without /usr/share/zoneinfo their zones: all
+    # of them but Factory, "no zone known".
+    from importlib.resources import files
+    listed = (files("tzdata") / "zones").read_text().split()
+    assert "Europe/Berlin" in listed and len(listed) > 400
+    assert [name for name in listed if zone_of(name) is None] == ["Factory"]
