@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from onsale.core.queries import queries
+from onsale.kernel.venue_time import venue_when
 
 Connect = Callable[[str], Awaitable[Any]]
 
@@ -44,22 +45,34 @@ async def event_show(directory: Any, event_id: int, connect: Connect) -> dict[st
     return doc
 
 
+def at_venue(iso: str, zone: str) -> str:
+    """An instant of the report (ISO 8601) as the venue's clocks show it."""
+    return venue_when(datetime.fromisoformat(iso), zone)
+
+
 def list_text(rows: list[dict[str, Any]]) -> str:
+    """The events, their on-sale time in each venue's zone (``--json``: UTC ISO)."""
     if not rows:
         return "no events"
-    lines = [f"{'event':>6}  {'shard':>5}  {'on sale':<25}  {'seats':>6}  {'queue':<11}  name"]
+    lines = [f"{'event':>6}  {'shard':>5}  {'on sale (venue time)':<31}  {'seats':>6}  "
+             f"{'queue':<11}  name"]
     for r in rows:
         queue = r["queue_policy"] + (" paused" if r["admission_paused"] else "")
-        lines.append(f"{r['event_id']:>6}  {r['shard_id']:>5}  {r['onsale_at']:<25}  "
+        onsale = at_venue(r["onsale_at"], r["time_zone"])
+        lines.append(f"{r['event_id']:>6}  {r['shard_id']:>5}  {onsale:<31}  "
                      f"{r['seat_count']:>6}  {queue:<11}  {r['name']}")
     return "\n".join(lines)
 
 
 def show_text(doc: dict[str, Any]) -> str:
+    """One event, its times in the venue's zone (``--json``: UTC ISO)."""
+    zone = doc["time_zone"]
     lines = [f"event {doc['event_id']}: {doc['name']} at {doc['venue_name']} (shard "
-             f"{doc['shard_id']})",
-             f"  on sale {doc['onsale_at']}, starts {doc['starts_at']}"
-             + (f", queue opens {doc['prequeue_at']}" if doc["prequeue_at"] else ""),
+             f"{doc['shard_id']}), time zone {zone}",
+             f"  on sale {at_venue(doc['onsale_at'], zone)}, "
+             f"starts {at_venue(doc['starts_at'], zone)}"
+             + (f", queue opens {at_venue(doc['prequeue_at'], zone)}"
+                if doc["prequeue_at"] else ""),
              f"  queue {doc['queue_policy']}" + (" (paused)" if doc["admission_paused"] else "")
              + f", admission {doc['admission_rate_min']}-{doc['admission_rate_max']}/min, "
                f"active cap {doc['active_cap']}, proof of work {doc['pow_difficulty']}",

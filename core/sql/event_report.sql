@@ -1,14 +1,14 @@
 -- name: event_list
 -- onsale event list: every event the directory lists, the newest first, with its shard.
-SELECT e.event_id, e.name, e.venue_name, e.onsale_at, e.starts_at, e.seat_count,
-       e.queue_policy, e.admission_paused, coalesce(p.shard_id, 1) AS shard_id
+SELECT e.event_id, e.name, e.venue_name, e.onsale_at, e.starts_at, e.time_zone,
+       e.seat_count, e.queue_policy, e.admission_paused, coalesce(p.shard_id, 1) AS shard_id
 FROM events e LEFT JOIN event_placement p USING (event_id)
 ORDER BY e.event_id DESC
 LIMIT $1;
 
 -- name: event_row
 SELECT e.event_id, e.name, e.venue_name, e.onsale_at, e.starts_at, e.prequeue_at,
-       e.currency, e.seat_count, e.hold_ttl_seconds, e.max_tickets_per_account,
+       e.time_zone, e.currency, e.seat_count, e.hold_ttl_seconds, e.max_tickets_per_account,
        e.max_seats_per_hold, e.queue_policy, e.admission_rate_min, e.admission_rate_max,
        e.active_cap, e.pow_difficulty, e.admission_paused, e.draw_commitment,
        coalesce(p.shard_id, 1) AS shard_id

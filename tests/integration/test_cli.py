@@ -76,7 +76,8 @@ async def test_migrate_event_create_and_audit(db_url: str, conn: Any) -> None:
 async def test_event_list_and_show(db_url: str, conn: Any) -> None:
     env = env_for(db_url)
     created = run("event", "create", "--name", "List night", "--seats", "30",
-                  "--ga-tier", "Floor:5000:40:2", env=env)
+                  "--ga-tier", "Floor:5000:40:2", "--time-zone", "America/New_York",
+                  "--onsale-at", "2030-11-03T06:30:00Z", env=env)
     assert created.returncode == 0, created.stderr
     event_id = int(created.stdout.strip())
     await conn.execute("UPDATE seat_inventory SET status = 'SOLD', order_id = gen_random_uuid()"
@@ -84,13 +85,19 @@ async def test_event_list_and_show(db_url: str, conn: Any) -> None:
     listed = json.loads(run("event", "list", "--json", env=env).stdout)
     mine = next(r for r in listed if r["event_id"] == event_id)
     assert (mine["name"], mine["seat_count"], mine["shard_id"]) == ("List night", 30, 1)
-    assert "List night" in run("event", "list", env=env).stdout
+    assert (mine["time_zone"], mine["onsale_at"]) == ("America/New_York",
+                                                      "2030-11-03T06:30:00+00:00")  # UTC
+    mine_listed = next(line for line in run("event", "list", env=env).stdout.splitlines()
+                       if line.endswith("List night"))
+    # New York's clocks fall back at 06:00 UTC that day: 01:30 EST, not EDT
+    assert "Sun 3 Nov 2030, 01:30 EST" in mine_listed
     shown = json.loads(run("event", "show", str(event_id), "--json", env=env).stdout)
     assert shown["seats"] == {"AVAILABLE": 28, "SOLD": 2}
     assert [(t["name"], t["available"], t["capacity"]) for t in shown["ga_tiers"]] == [
         ("Floor", 40, 40)]
     text = run("event", "show", str(event_id), env=env).stdout
     assert "seats (30): available 28, sold 2" in text and "GA tier 1 Floor" in text
+    assert "time zone America/New_York" in text and "on sale Sun 3 Nov 2030, 01:30 EST" in text
     missing = run("event", "show", "999999", env=env)
     assert missing.returncode == 1 and "no event 999999" in missing.stderr
 
