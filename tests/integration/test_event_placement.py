@@ -46,9 +46,10 @@ async def move(api: Api, event_id: int, shard: Any) -> Any:
 async def test_an_event_created_on_shard_2_keeps_its_inventory_there(
         sharded_api: Api, two_shards: TwoShards) -> None:
     doc = await create(sharded_api, shard=2, seats=60, ga_tiers=GA, queue_policy="random",
-                       hold_ttl_seconds=77)
+                       hold_ttl_seconds=77, time_zone="Asia/Kolkata")
     event_id = doc["event_id"]
     assert doc["shard"] == 2 and len(doc["ga_tiers"]) == 1 and doc["seat_count"] == 60
+    assert doc["time_zone"] == "Asia/Kolkata"  # read back on shard 2, in the transaction
     assert doc["links"]["venue"].startswith(f"/api/events/{event_id}/venue/")  # its hash
     async with asyncpg_connect(two_shards.directory) as d, \
             asyncpg_connect(two_shards.shard2) as s2:
@@ -65,7 +66,7 @@ async def test_an_event_created_on_shard_2_keeps_its_inventory_there(
         on_s2 = await s2.fetchrow("SELECT * FROM events WHERE event_id = $1", event_id)
         same = {k: v for k, v in on_d.items() if k != "created_at"}  # each its own now()
         assert same == {k: v for k, v in on_s2.items() if k != "created_at"}
-        assert on_s2["hold_ttl_seconds"] == 77
+        assert on_s2["hold_ttl_seconds"] == 77 and on_s2["time_zone"] == "Asia/Kolkata"
         assert on_s2["draw_commitment"] is not None
         etags = [await c.fetchval("SELECT etag FROM venue_layouts WHERE event_id = $1",
                                   event_id) for c in (d, s2)]
@@ -77,7 +78,9 @@ async def test_an_event_created_on_shard_2_keeps_its_inventory_there(
     # The layout routes read the directory's copy; they serve the hash the document names.
     async with sharded_api.client() as c:
         venue = await c.get(doc["links"]["venue"])
+        read = await c.get(f"/api/events/{event_id}")  # on shard 2, through the placement
     assert venue.status_code == 200 and venue.json()["event_id"] == event_id
+    assert read.json()["time_zone"] == "Asia/Kolkata"
 
 
 async def test_a_new_event_goes_to_the_shard_with_fewest_events_on_sale(
@@ -150,7 +153,8 @@ async def test_events_are_read_on_their_own_shards(sharded_api: Api,
 
 async def test_an_event_moves_before_its_queue_opens_and_sells_there(
         sharded_api: Api, two_shards: TwoShards) -> None:
-    doc = await create(sharded_api, shard=1, seats=40, ga_tiers=GA, onsale_at=LATER)
+    doc = await create(sharded_api, shard=1, seats=40, ga_tiers=GA, onsale_at=LATER,
+                       time_zone="America/New_York")
     event_id = doc["event_id"]
     async with asyncpg_connect(two_shards.directory) as d, \
             asyncpg_connect(two_shards.shard2) as s2:
@@ -162,6 +166,7 @@ async def test_an_event_moves_before_its_queue_opens_and_sells_there(
         assert r.status_code == 200, r.text
         assert (r.json()["shard"], r.json()["moved_from"]) == (2, 1)
         assert r.json()["rows_copied"]["seat_inventory"] == 40
+        assert r.json()["time_zone"] == "America/New_York"  # read on shard 2 after the switch
         assert await placed(d, event_id) == 2
         after_d, after_s2 = await counts(d, event_id), await counts(s2, event_id)
         assert all(after_d[t] == 0 for t in INVENTORY)  # gone from the directory's shard
@@ -173,6 +178,7 @@ async def test_an_event_moves_before_its_queue_opens_and_sells_there(
         async with sharded_api.client() as c:
             read = await c.get(f"/api/events/{event_id}")
         assert read.status_code == 200 and read.json()["ga_tiers"][0]["available"] == 40
+        assert read.json()["time_zone"] == "America/New_York"
         for conn in (d, s2):
             await conn.execute("UPDATE events SET onsale_at = now() WHERE event_id = $1",
                                event_id)
@@ -189,10 +195,12 @@ async def test_an_event_moves_before_its_queue_opens_and_sells_there(
 
 async def test_an_event_moves_back_to_the_directory_s_shard(
         sharded_api: Api, two_shards: TwoShards) -> None:
-    doc = await create(sharded_api, shard=2, seats=20, ga_tiers=GA, onsale_at=LATER)
+    doc = await create(sharded_api, shard=2, seats=20, ga_tiers=GA, onsale_at=LATER,
+                       time_zone="Europe/Berlin")
     event_id = doc["event_id"]
     r = await move(sharded_api, event_id, 1)
     assert r.status_code == 200, r.text
+    assert r.json()["time_zone"] == "Europe/Berlin"  # the directory's own row now
     async with asyncpg_connect(two_shards.directory) as d, \
             asyncpg_connect(two_shards.shard2) as s2:
         assert await placed(d, event_id) == 1
