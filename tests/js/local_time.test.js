@@ -54,3 +54,26 @@ test("a wall-clock time at the venue becomes its UTC instant, across the change"
   assert.equal(venueToUtc("2030-12-01T19:30", "UTC"), "2030-12-01T19:30:00.000Z");
   assert.throws(() => venueToUtc("2030-12-01T19:30", "Europe/Atlantis"), RangeError);
 });
+
+test("a wall time the clocks skip or show twice reads the same way east and west of UTC", async () => {
+  const { venueToUtc } = await import("../../web/static/js/ops.js");
+  // Skipped (springing forward): the offset before the change, so an hour later on the
+  // clock. Berlin 02:00 CET -> 03:00 CEST at 01:00 UTC; New York 02:00 EST -> 03:00 EDT
+  // at 07:00 UTC.
+  assert.equal(venueToUtc("2030-03-31T02:30", "Europe/Berlin"), "2030-03-31T01:30:00.000Z");
+  assert.equal(venueToUtc("2030-03-10T02:30", "America/New_York"), "2030-03-10T07:30:00.000Z");
+  // Shown twice (falling back): the first. Berlin 03:00 CEST -> 02:00 CET at 01:00 UTC;
+  // New York 02:00 EDT -> 01:00 EST at 06:00 UTC.
+  assert.equal(venueToUtc("2030-10-27T02:30", "Europe/Berlin"), "2030-10-27T00:30:00.000Z");
+  assert.equal(venueToUtc("2030-11-03T01:30", "America/New_York"), "2030-11-03T05:30:00.000Z");
+  // Just either side of the changes: one offset, one instant.
+  assert.equal(venueToUtc("2030-10-27T03:00", "Europe/Berlin"), "2030-10-27T02:00:00.000Z");
+  assert.equal(venueToUtc("2030-11-03T02:00", "America/New_York"), "2030-11-03T07:00:00.000Z");
+  assert.equal(venueToUtc("2030-03-31T01:59", "Europe/Berlin"), "2030-03-31T00:59:00.000Z");
+  assert.equal(venueToUtc("2030-03-31T03:00", "Europe/Berlin"), "2030-03-31T01:00:00.000Z");
+  // A half-hour change (Lord Howe: 02:00 +11 -> 01:30 +10:30), and the far side of the
+  // date line. Every answer here is what Python's zoneinfo gives with fold=0.
+  assert.equal(venueToUtc("2030-04-07T01:45", "Australia/Lord_Howe"), "2030-04-06T14:45:00.000Z");
+  assert.equal(venueToUtc("2030-04-07T02:30", "Australia/Lord_Howe"), "2030-04-06T16:00:00.000Z");
+  assert.equal(venueToUtc("2030-12-01T19:30", "Pacific/Auckland"), "2030-12-01T06:30:00.000Z");
+});

@@ -96,8 +96,13 @@ export function initSignin() {
 
 /**
  * The UTC instant of a wall-clock time at the venue ("2030-03-31T03:30" in
- * Europe/Berlin is 01:30 UTC): the zone's offset at that instant, found in two steps
- * so a time just after a daylight-saving change takes the new offset.
+ * Europe/Berlin is 01:30 UTC). Near a daylight-saving change the zone has two offsets,
+ * the one before and the one after; a wall time that one of them makes true is that
+ * instant. A time the clocks skip (02:30 as Berlin springs forward) is read with the
+ * offset before the change, so it moves forward by the gap (03:30 CEST); a time they
+ * show twice (02:30 as Berlin falls back) is the first of the two. The same in every
+ * zone, east or west of UTC: what Python's zoneinfo does with fold=0, and Temporal's
+ * "compatible".
  * @param {string} wall a datetime-local value, YYYY-MM-DDTHH:MM
  * @param {string} zone an IANA zone
  * @returns {string} ISO 8601 in UTC
@@ -105,8 +110,15 @@ export function initSignin() {
 export function venueToUtc(wall, zone) {
   const guess = Date.parse(`${wall}:00Z`);
   if (!Number.isFinite(guess)) throw new RangeError(`not a time: ${wall}`);
-  let at = guess - offsetOf(new Date(guess).toISOString(), zone) * 60000;
-  at = guess - offsetOf(new Date(at).toISOString(), zone) * 60000;
+  const DAY = 86_400_000;
+  const offsetAt = (/** @type {number} */ ms) => offsetOf(new Date(ms).toISOString(), zone);
+  const before = offsetAt(guess - DAY); // no zone changes its offset twice in two days
+  const after = offsetAt(guess + DAY);
+  const instants = [...new Set([before, after])]
+    .map(offset => guess - offset * 60000)
+    .filter(at => guess - offsetAt(at) * 60000 === at) // the wall time it makes true
+    .sort((a, b) => a - b);
+  const at = instants.length ? instants[0] : guess - before * 60000; // skipped: forward
   return new Date(at).toISOString();
 }
 
