@@ -220,7 +220,7 @@ async def script_joins(redis_url: str, event_id: int,
     r = Redis.from_url(redis_url)
     sha = await r.script_load(lua_sources()["join"])
     k = EventKeys(event_id)
-    keys = [k.queue, k.pre, k.seq, k.seen, k.status, k.stats]
+    keys = [k.queue, k.pre, k.seq, k.seen, k.status, k.stats, k.joins]
     accounts = [uuid.uuid4() for _ in range(n)]
     placed: list[tuple[uuid.UUID, int]] = []
     started = time.perf_counter()
