@@ -183,7 +183,24 @@ def stop_onsale(onsale: Onsale) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(onsale.process.pid, signal.SIGKILL)
             onsale.process.wait(10)
+    stop_leftovers(onsale.data_dir)
     shutil.rmtree(onsale.data_dir, ignore_errors=True)
+
+
+def stop_leftovers(data_dir: Path) -> list[int]:
+    """Kill any embedded server onsale dev left running in ``data_dir``: Valkey and
+    PostgreSQL run in sessions of their own (a terminal's Ctrl-C reaches onsale dev
+    only), so an onsale dev killed before it stopped them leaves them behind (seen once:
+    a Valkey outlived the suite). Their pid files name them; returns the pids killed."""
+    killed = []
+    for pid_file in (*data_dir.rglob("valkey.pid"), *data_dir.rglob("postmaster.pid")):
+        try:
+            pid = int(pid_file.read_text().split()[0])
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+        killed.append(pid)
+    return killed
 
 
 def require_chromium() -> str:
