@@ -1,185 +1,45 @@
-"""GA holds of one tier that arrive together, answered by one transaction.
+"""GA holds of one tier that arrive together, answered by one transaction
+(``onsale_ga_hold_batch``), through the batcher of ``core/hold_batch.py``.
 
-On a hot tier most of a GA hold's cost is per transaction, not per hold: the
-commit, the statement's start, the round trip, and downstream the change capture
-and the seat map's delta for each commit. So a process gathers the hold requests
-for one (event, tier) while a batch of that tier is in the database, and sends
-them as the next batch (``onsale_ga_hold_batch``, at most ``max_batch`` each,
-``inflight`` batches of a tier at once). Nothing waits for a batch to fill: a
-request that finds fewer than ``inflight`` batches running starts one at once.
-
-Each request still gets its own answer, the one ``onsale_ga_hold`` would give. An
-element the batch cannot settle comes back as ``None`` (run it alone, through
-``onsale_ga_hold``) or with status 0 (its stripe was short: the spread stage,
-alone). A batch that fails with a database error that is not an outage is run
-again element by element, alone; an outage is every element's 503. A request
-waits in the queue at most as long as it would wait for a pool connection
-(``ONSALE_DB_ACQUIRE_TIMEOUT``), then gets the same 503.
+Each request gets the answer ``onsale_ga_hold`` would give. An element the batch
+cannot settle comes back as ``None`` (run it alone, through ``onsale_ga_hold``) or
+with status 0 (its stripe was short: the spread stage, alone).
 docs/general-admission.md#batched-holds.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
-
+from onsale.core.hold_batch import MAX_BATCH, BatchMetrics, HoldBatcher, Row, _Lane, _Request
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import Database
-from onsale.kernel.problems import RESUMING, Problem
 
-log = logging.getLogger("onsale.ga_batch")
-
-Row = dict[str, Any]  # status_code, body, lock_wait_ms, replayed
-MAX_BATCH = 64  # advisory locks a batch takes at most (one per account): the lock table
-QUEUED_TOO_LONG = "The database is busy: this request waited too long for its turn; retry."
-STOPPED = "This process is stopping; retry with the same Idempotency-Key."
+__all__ = ["MAX_BATCH", "GABatcher", "Row", "_Lane", "_Request"]
 
 
-@dataclass
-class _Request:
-    account: uuid.UUID
-    key: str
-    digest: str
-    quantity: int
-    answer: asyncio.Future[Row | None]
-    since: float = 0.0  # loop time it was queued
+class GABatcher(HoldBatcher[tuple[int, int], int]):
+    """Lanes of (event, tier); each request asks a quantity."""
 
+    name = "GA hold"
 
-@dataclass
-class _Lane:
-    """The waiting requests of one (event, tier), how many of its batches run, and the
-    accounts in those batches (a second request of one waits until its batch is done,
-    so the first one's hold counts against its limits and one account's burst never
-    makes every batch queue behind its advisory lock)."""
-
-    db: Database  # the event's shard
-    waiting: deque[_Request] = field(default_factory=deque)
-    running: int = 0
-    busy: set[uuid.UUID] = field(default_factory=set)
-
-
-class GABatcher:
     def __init__(self, db: Database, metrics: Metrics | None = None, *, max_batch: int = 32,
                  inflight: int = 1, max_wait: float | None = None) -> None:
-        self.db = db  # where a lane goes when ``hold`` names no shard
-        self.metrics = metrics
-        self.max_batch = max(1, min(max_batch, MAX_BATCH))
-        self.inflight = inflight
-        self.max_wait = getattr(db, "acquire_timeout", 1.0) if max_wait is None else max_wait
+        counters = None if metrics is None else BatchMetrics(
+            metrics.ga_batch_size, metrics.ga_batch_failures, metrics.deadlock_retries)
+        super().__init__(db, counters, max_batch=max_batch, inflight=inflight,
+                         max_wait=max_wait)
         self.statement = queries("holds")["hold_ga_batch"]
-        self._lanes: dict[tuple[int, int], _Lane] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.batches = 0  # batches sent (tests and the bench read these)
-        self.elements = 0
+
+    def arguments(self, lane: tuple[int, int], batch: list[_Request[int]]) -> tuple[Any, ...]:
+        event_id, tier_id = lane
+        return (event_id, tier_id, [r.account for r in batch], [r.key for r in batch],
+                [r.digest for r in batch], [r.ask for r in batch])
 
     async def hold(self, event_id: int, tier_id: int, account: uuid.UUID, key: str,
                    digest: str, quantity: int, db: Database | None = None) -> Row | None:
         """This request's answer row from a batch, or None: run it alone. ``db``: the
         event's shard (``self.db`` when None)."""
-        loop = asyncio.get_running_loop()
-        lane = self._lanes.get((event_id, tier_id))
-        if lane is None:
-            lane = self._lanes[(event_id, tier_id)] = _Lane(db or self.db)
-        answer: asyncio.Future[Row | None] = loop.create_future()
-        lane.waiting.append(_Request(account, key, digest, quantity, answer, loop.time()))
-        if lane.running < self.inflight:
-            lane.running += 1
-            task = asyncio.create_task(self._drain(event_id, tier_id, lane),
-                                       name="onsale-ga-batch")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        return await answer
-
-    async def _drain(self, event_id: int, tier_id: int, lane: _Lane) -> None:
-        try:
-            while batch := self._take(lane, asyncio.get_running_loop().time()):
-                lane.busy.update(r.account for r in batch)
-                try:
-                    await self._send(lane.db, event_id, tier_id, batch)
-                finally:
-                    lane.busy.difference_update(r.account for r in batch)
-        except BaseException:  # cancelled (shutting down): nobody is left waiting
-            for request in lane.waiting:
-                if not request.answer.done():
-                    request.answer.set_exception(Problem(503, "inventory_unavailable",
-                                                         detail=STOPPED))
-            lane.waiting.clear()
-            raise
-        finally:
-            lane.running -= 1
-            if lane.running == 0 and not lane.waiting:
-                self._lanes.pop((event_id, tier_id), None)
-
-    def _take(self, lane: _Lane, now: float) -> list[_Request]:
-        """The next batch: the oldest waiting requests, at most ``max_batch``, one per
-        account and none of an account in a batch still running (those wait, in their
-        place). Requests gone meanwhile are dropped; those queued past ``max_wait`` get
-        the 503 of a request that waited too long for a connection."""
-        batch: list[_Request] = []
-        accounts: set[uuid.UUID] = set()
-        later: list[_Request] = []
-        while lane.waiting and len(batch) < self.max_batch:
-            request = lane.waiting.popleft()
-            if request.answer.done():  # its request went away (client gone, timed out)
-                continue
-            if now - request.since > self.max_wait:
-                request.answer.set_exception(Problem(503, "inventory_unavailable",
-                                                     detail=QUEUED_TOO_LONG))
-                continue
-            if request.account in accounts or request.account in lane.busy:
-                later.append(request)
-            else:
-                accounts.add(request.account)
-                batch.append(request)
-        lane.waiting.extendleft(reversed(later))
-        return batch
-
-    async def _send(self, db: Database, event_id: int, tier_id: int,
-                    batch: list[_Request]) -> None:
-        rows: list[Any] | None = None
-        failure: BaseException | None = None
-        try:
-            async with db.connection() as conn:
-                rows = await conn.fetch(
-                    self.statement, event_id, tier_id,
-                    [r.account for r in batch], [r.key for r in batch],
-                    [r.digest for r in batch], [r.quantity for r in batch])
-        except asyncpg.PostgresError as exc:
-            if getattr(exc, "sqlstate", "") == "OS503":  # the shard is resuming: every one
-                failure = Problem(503, "inventory_unavailable", detail=RESUMING, resuming=True)
-                return
-            # Not an outage (db.connection turns those into the 503): every element
-            # alone, where an error means what it says about that one request.
-            rows = None
-            log.warning("GA hold batch of %d failed (%s %s); each runs alone", len(batch),
-                        getattr(exc, "sqlstate", ""), type(exc).__name__)
-            if self.metrics is not None:
-                self.metrics.ga_batch_failures.labels(
-                    sqlstate=str(getattr(exc, "sqlstate", "") or "")).inc()
-                if isinstance(exc, asyncpg.DeadlockDetectedError):
-                    self.metrics.deadlock_retries.inc()
-        except Exception as exc:  # an outage (the 503 problem), or a bug: every element's
-            failure = exc
-        except BaseException:  # cancelled (shutting down)
-            failure = Problem(503, "inventory_unavailable", detail=STOPPED)
-            raise
-        finally:
-            self.batches += 1
-            self.elements += len(batch)
-            if self.metrics is not None:
-                self.metrics.ga_batch_size.observe(len(batch))
-            by_element = {row["i"]: dict(row) for row in rows or ()}
-            for n, request in enumerate(batch, start=1):
-                if request.answer.done():  # its request went away meanwhile
-                    continue
-                if failure is not None:
-                    request.answer.set_exception(failure)
-                else:
-                    request.answer.set_result(by_element.get(n))
+        return await self.ask((event_id, tier_id), account, key, digest, quantity, db)

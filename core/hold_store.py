@@ -16,6 +16,7 @@ from onsale.core.ga_batch import GABatcher
 from onsale.core.hold_rules import BestAvailableRequest, GARequest, HoldRequest, SeatsRequest
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
+from onsale.core.seat_batch import SeatBatcher
 from onsale.kernel.db import UNAVAILABLE, Database
 from onsale.kernel.problems import RESUMING, Problem
 
@@ -156,22 +157,28 @@ def record(metrics: Metrics, started: float, code: str) -> None:
     metrics.hold_outcomes.labels(code=code).inc()
 
 
-async def create_ga_hold(
+async def create_batched_hold(
     db: Database,
-    batcher: GABatcher,
+    batcher: GABatcher | SeatBatcher,
     metrics: Metrics,
     event_id: int,
     account_id: uuid.UUID,
     key: str,
     digest: str,
-    request: GARequest,
+    request: GARequest | SeatsRequest,
 ) -> HoldOutcome:
-    """A GA hold through this process's batcher (core/ga_batch.py); what a batch could
-    not settle runs alone (``create_hold``), on a connection of its own."""
+    """A GA or seat hold through this process's batcher (core/ga_batch.py,
+    core/seat_batch.py); what a batch could not settle runs alone (``create_hold``), on
+    a connection of its own."""
     started = time.perf_counter()
     try:
-        row = await batcher.hold(event_id, request.tier_id, account_id, key, digest,
-                                 request.quantity, db)
+        if isinstance(request, GARequest):
+            assert isinstance(batcher, GABatcher)
+            row = await batcher.hold(event_id, request.tier_id, account_id, key, digest,
+                                     request.quantity, db)
+        else:
+            assert isinstance(batcher, SeatBatcher)
+            row = await batcher.hold(event_id, account_id, key, digest, request.seat_ids, db)
     except Problem as problem:  # the batch's 503
         record(metrics, started, problem.code)
         raise
@@ -180,7 +187,10 @@ async def create_ga_hold(
         raise
     if row is None or row["status_code"] in (None, 0):
         spread = row is not None and row["status_code"] == 0
-        metrics.ga_batch_alone.labels(reason="spread" if spread else "alone").inc()
+        if isinstance(request, GARequest):
+            metrics.ga_batch_alone.labels(reason="spread" if spread else "alone").inc()
+        else:
+            metrics.seat_batch_alone.inc()
         alone = False
         try:
             async with db.connection() as conn:
@@ -192,3 +202,4 @@ async def create_ga_hold(
                 record(metrics, started, problem.code)
             raise
     return answered(metrics, row, started)
+

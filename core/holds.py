@@ -9,9 +9,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from onsale.core import request_bodies as bodies
-from onsale.core.hold_rules import GARequest, request_digest
+from onsale.core.hold_rules import GARequest, SeatsRequest, request_digest
 from onsale.core.hold_rules import hold_request as parse_hold
-from onsale.core.hold_store import create_ga_hold, create_hold, refusals_as_problems
+from onsale.core.hold_store import create_batched_hold, create_hold, refusals_as_problems
 from onsale.core.queries import queries
 from onsale.core.read_model import hold_document, hold_document_on
 from onsale.core.state import core_state
@@ -44,9 +44,12 @@ async def post_hold(request: Request) -> Response:
     digest = request_digest("POST /api/events/{event_id}/holds", str(event_id), hold_request)
     state = core_state(request)
     db = await state.shards.for_event(event_id)  # the event's shard: one transaction there
-    if isinstance(hold_request, GARequest) and state.ga_batcher is not None:
-        outcome = await create_ga_hold(db, state.ga_batcher, state.metrics, event_id,
-                                       account, key, digest, hold_request)
+    batcher = (state.ga_batcher if isinstance(hold_request, GARequest)
+               else state.seat_batcher if isinstance(hold_request, SeatsRequest) else None)
+    if batcher is not None:
+        assert isinstance(hold_request, GARequest | SeatsRequest)
+        outcome = await create_batched_hold(db, batcher, state.metrics, event_id, account,
+                                            key, digest, hold_request)
     else:
         async with db.connection() as conn:
             outcome = await create_hold(conn, state.metrics, event_id, account, key, digest,

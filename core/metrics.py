@@ -150,6 +150,19 @@ class Metrics:
             "error that is not an outage (each request then ran alone), by SQLSTATE",
             ["sqlstate"], registry=r,
         )
+        self.seat_batch_size = Histogram(
+            "onsale_seat_batch_size", "Seat hold requests of one event sent to the database "
+            "together (core/seat_batch.py)", buckets=(1, 2, 4, 8, 16, 32, 64), registry=r,
+        )
+        self.seat_batch_alone = Counter(
+            "onsale_seat_batch_alone_total", "Seat hold requests a batch left to the single "
+            "path (anything unusual, or the batch failed)", registry=r,
+        )
+        self.seat_batch_failures = Counter(
+            "onsale_seat_batch_failures_total", "Seat hold batches that failed with a "
+            "database error that is not an outage (each request then ran alone), by SQLSTATE",
+            ["sqlstate"], registry=r,
+        )
         self.ga_rebalance_errors = Counter(
             "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed",
             ["shard"], registry=r,

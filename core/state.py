@@ -13,6 +13,7 @@ from onsale.core.ga_batch import GABatcher
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
+from onsale.core.seat_batch import SeatBatcher
 from onsale.core.signin_throttle import SigninThrottle
 from onsale.core.venues import VenueLayouts
 from onsale.kernel.config import Settings
@@ -62,6 +63,7 @@ class CoreState:
     shards: ShardSet
     payments: Payments | None = None  # None: no provider configured
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
+    seat_batcher: SeatBatcher | None = None  # None: every seat hold alone (…SEAT_BATCH_MAX=1)
     # The venue layouts, read on a small pool of their own (where the API runs)
     venues: VenueLayouts | None = None
     # onsale dev: the background loops' own pool (background statement timeout)

@@ -19,6 +19,7 @@ from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
 from onsale.core.password_pool import PasswordPool
 from onsale.core.payments import Payments
+from onsale.core.seat_batch import SeatBatcher
 from onsale.core.shard_loops import LoopParts, run_shard_loops
 from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState
@@ -98,6 +99,9 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             ga_batcher=GABatcher(db, metrics, max_batch=settings.ga_batch_max,
                                  inflight=settings.ga_batch_inflight)
             if api and settings.ga_batch_max > 1 else None,
+            seat_batcher=SeatBatcher(db, metrics, max_batch=settings.seat_batch_max,
+                                     inflight=settings.seat_batch_inflight)
+            if api and settings.seat_batch_max > 1 else None,
             venues=venues, background_pool=background_pool)
         tasks: list[asyncio.Task[None]] = []
         stack.push_async_callback(stop_background, tasks)

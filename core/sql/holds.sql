@@ -12,6 +12,12 @@ SELECT status_code, body, lock_wait_ms, replayed FROM onsale_ga_hold($1, $2, $3,
 SELECT i, status_code, body, lock_wait_ms, replayed
 FROM onsale_ga_hold_batch($1, $2::smallint, $3::uuid[], $4::text[], $5::text[], $6::integer[]);
 
+-- name: hold_seats_batch
+-- core/seat_batch.py: one row per element, i from 1 in the order sent; element i's
+-- seats are the $5 whose $6 is i.
+SELECT i, status_code, body, lock_wait_ms, replayed
+FROM onsale_hold_batch($1, $2::uuid[], $3::text[], $4::text[], $5::integer[], $6::integer[]);
+
 -- name: get_hold
 SELECT hold_id, event_id, status, seats, ga, amount_minor, currency, expires_at, created_at,
        now() AS db_now

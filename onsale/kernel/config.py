@@ -225,6 +225,21 @@ class BackgroundSettings(Section):
         "send theirs side by side. A request waits in the queue at most "
         "`ONSALE_DB_ACQUIRE_TIMEOUT`, then gets `503 inventory_unavailable`, as it would "
         "waiting for a pool connection.", lo=1, hi=64)
+    seat_batch_max: int = setting(
+        32,
+        "Seat hold requests (`seat_ids`) for one event that arrive together in a core "
+        "process are sent as one transaction, at most this many, each decided in arrival "
+        "order with the answer it would get alone "
+        "([design.md](design.md#seat-holds-in-batches)); `1`: every seat hold alone. "
+        "Best-available holds always run alone.", lo=1, hi=64,
+        range_doc="integer 1–64 (a batch takes one advisory lock per account: PostgreSQL's "
+        "lock table)")
+    seat_batch_inflight: int = setting(
+        1,
+        "Batches of one event's seat holds in the database at once, per core process; a "
+        "request that finds fewer running starts one at once. A request waits in the queue "
+        "at most `ONSALE_DB_ACQUIRE_TIMEOUT`, then gets `503 inventory_unavailable`.",
+        lo=1, hi=64)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import asyncpg
 
 from onsale.core.ga_batch import GABatcher
 from onsale.core.hold_rules import GARequest, request_digest
-from onsale.core.hold_store import create_ga_hold
+from onsale.core.hold_store import create_batched_hold
 from onsale.core.metrics import Metrics
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.problems import Problem
@@ -131,7 +131,7 @@ async def test_the_event_limit_counts_seats_and_places(api: Api, conn: Any) -> N
         == (409, "ticket_limit_exceeded", 3)
 
 
-# --- the batcher, over HTTP's path (create_ga_hold) ---------------------------------------
+# --- the batcher, over HTTP's path (create_batched_hold) ---------------------------------------
 
 
 @contextlib.asynccontextmanager
@@ -151,7 +151,7 @@ async def _stripes_locked(db_url: str, event_id: int) -> AsyncIterator[Any]:
 def _alone(db: Database, batcher: GABatcher, event_id: int, account: uuid.UUID,
            quantity: int = 1) -> asyncio.Task[Any]:
     request = GARequest(1, quantity)
-    return asyncio.create_task(create_ga_hold(db, batcher, Metrics(), event_id, account,
+    return asyncio.create_task(create_batched_hold(db, batcher, Metrics(), event_id, account,
                                               uuid.uuid4().hex, _digest(event_id, request),
                                               request))
 
@@ -194,7 +194,7 @@ async def test_racing_batchers_sell_exactly_the_last_places(
         request = GARequest(1, rng.choice((1, 1, 2, 3)))
         await go.wait()
         try:
-            outcome = await create_ga_hold(dbs[n % 4], batchers[n % 4], metrics, event_id,
+            outcome = await create_batched_hold(dbs[n % 4], batchers[n % 4], metrics, event_id,
                                            account, uuid.uuid4().hex,
                                            _digest(event_id, request), request)
         except Problem as p:
@@ -226,7 +226,7 @@ async def test_a_failed_batch_runs_each_element_alone(
     request = GARequest(1, 2)
     try:
         outcomes = await asyncio.gather(*(
-            create_ga_hold(db, batcher, Metrics(), event_id, a, uuid.uuid4().hex,
+            create_batched_hold(db, batcher, Metrics(), event_id, a, uuid.uuid4().hex,
                            _digest(event_id, request), request) for a in accounts))
     finally:
         await db.pool.close()
@@ -341,7 +341,7 @@ async def test_racing_batchers_keep_each_account_within_the_tier_limit(
         request = GARequest(1, rng.choice((1, 2)))
         await go.wait()
         try:
-            await create_ga_hold(dbs[n % 3], batchers[n % 3], Metrics(), event_id, account,
+            await create_batched_hold(dbs[n % 3], batchers[n % 3], Metrics(), event_id, account,
                                  uuid.uuid4().hex, _digest(event_id, request), request)
         except Problem as p:
             assert (p.status, p.code) == (409, "ticket_limit_exceeded"), p
@@ -375,7 +375,7 @@ async def test_each_request_is_counted_once_whichever_path_answered_it(
     async def hold(account: uuid.UUID, quantity: int, key: str | None = None) -> str:
         request = GARequest(1, quantity)
         try:
-            await create_ga_hold(db, batcher, metrics, event_id, account,
+            await create_batched_hold(db, batcher, metrics, event_id, account,
                                  key or uuid.uuid4().hex, _digest(event_id, request), request)
         except Problem as p:
             return p.code

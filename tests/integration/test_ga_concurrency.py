@@ -16,7 +16,7 @@ from onsale.core.audit import format_report, run_audit
 from onsale.core.ga_batch import GABatcher
 from onsale.core.ga_quota import rebalance_all
 from onsale.core.hold_rules import GARequest, request_digest
-from onsale.core.hold_store import create_ga_hold, create_hold
+from onsale.core.hold_store import create_batched_hold, create_hold
 from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.core.sweeper import sweep_once
@@ -131,7 +131,7 @@ async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
         request = GARequest(1, quantity)
         n = hash(account) % 2
         try:
-            outcome = await create_ga_hold(dbs[n], batchers[n], metrics, event_id, account,
+            outcome = await create_batched_hold(dbs[n], batchers[n], metrics, event_id, account,
                                            uuid.uuid4().hex,
                                            request_digest("t", str(event_id), request), request)
         except Problem as p:

@@ -120,7 +120,7 @@ async def test_a_failed_batch_is_counted_by_its_sqlstate_and_each_runs_alone(
     batcher = _batcher(db, metrics, max_batch=4)
     rows = await asyncio.gather(batcher.hold(1, 1, A, "k1", "d", 1),
                                 batcher.hold(1, 1, B, "k2", "d", 1))
-    assert rows == [None, None]  # each then runs alone (create_ga_hold)
+    assert rows == [None, None]  # each then runs alone (create_batched_hold)
     assert metrics.registry.get_sample_value(
         "onsale_ga_batch_failures_total", {"sqlstate": label}) == 1
 
