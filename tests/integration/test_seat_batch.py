@@ -11,6 +11,7 @@ import random
 import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 
 from onsale.core.audit import format_report, run_audit
@@ -417,4 +418,39 @@ async def test_holds_expiries_releases_and_checkouts_interleave_under_two_audito
         "AND h.status = 'CONFIRMED'", event_id)
     assert await conn.fetchval("SELECT count(*) FROM seat_inventory WHERE event_id = $1 "
                                "AND status = 'HELD'", event_id) == 0
+    await audit_clean(conn)
+
+
+async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_503(
+        api: Api, conn: Any, db_url: str) -> None:
+    """The batch waits for a seat row locked elsewhere past the statement timeout: each
+    request gets the 503 it would get alone, nothing is written; a request queued behind
+    it whose client went away is never sent."""
+    event_id = await api.create_event(seats=20)
+    a, b, c = await _accounts(conn, 3)
+    pool = await create_pool(make_settings(db_url, db_pool_min=1, db_pool_max=4,
+                                           db_request_timeout_ms=300))
+    db = Database(pool, acquire_timeout=5.0)
+    batcher = SeatBatcher(db, max_batch=8, inflight=1)
+    locker = await asyncpg.connect(db_url)
+    try:
+        tx = locker.transaction()
+        await tx.start()
+        await locker.execute("SELECT * FROM seat_inventory WHERE event_id = $1 AND seat_id = 5 "
+                             "FOR UPDATE", event_id)
+        first = [asyncio.create_task(_hold(db, batcher, Metrics(), event_id, x, [5, 6]))
+                 for x in (a, b)]
+        await asyncio.sleep(0.1)  # in the database, waiting for seat 5
+        gone = asyncio.create_task(_hold(db, batcher, Metrics(), event_id, c, [9]))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        results = await asyncio.gather(*first)
+        await tx.rollback()
+    finally:
+        await locker.close()
+        await pool.close()
+    assert all(isinstance(r, Problem) and r.status == 503 for r in results), results
+    assert gone.cancelled()
+    assert batcher.elements == 2
+    assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1", event_id) == 0
     await audit_clean(conn)
