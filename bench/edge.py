@@ -58,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import figure
-from bench.holds import Conn, pct, run_fast
+from bench.holds import Conn, pct, profiled_pid, run_fast
 from bench.http_protocol import wait_listening
 from bench.stack import ADMIN, SECRET, free_port, refused, rss_mib, start_role, stop_all, tidy
 
@@ -295,11 +295,13 @@ def warm_up(host: str, port: int, event_id: int, visitors: list[tuple[str, str]]
 
 
 def timed_polls(host: str, port: int, pid: int, event_id: int,
-                visitors: list[tuple[str, str]], args: argparse.Namespace) -> Polled:
+                visitors: list[tuple[str, str]], args: argparse.Namespace,
+                name: str = "edge-polls") -> Polled:
     """``--duration`` seconds of polls, with the CPU ``pid`` used meanwhile."""
     cpu_before = cpu_seconds(pid)
-    elapsed, latencies, states = run_fast(polls(host, port, event_id, visitors,
-                                                args.concurrency, args.duration))
+    with profiled_pid(pid, name):  # ONSALE_BENCH_PROFILE=<directory>: py-spy
+        elapsed, latencies, states = run_fast(polls(host, port, event_id, visitors,
+                                                    args.concurrency, args.duration))
     cpu = cpu_seconds(pid) - cpu_before
     return Polled(len(latencies), elapsed, cpu, sorted(v * 1000 for v in latencies), states)
 
@@ -326,7 +328,7 @@ def baseline(env: dict[str, str], answer: bytes, host: str, event_id: int,
         if proc.poll() is not None:
             raise SystemExit(f"the baseline server exited ({proc.returncode})")
         warm_up(host, port, event_id, visitors, args)
-        return timed_polls(host, port, proc.pid, event_id, visitors, args)
+        return timed_polls(host, port, proc.pid, event_id, visitors, args, "baseline")
     finally:
         stop_all([proc])
 

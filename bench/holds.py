@@ -292,14 +292,21 @@ def profiled(stack: Stack, name: str) -> Iterator[None]:
     """With ONSALE_BENCH_PROFILE=<directory>: py-spy samples the server process over the
     load (``<directory>/<name>.<pid>.txt``, collapsed stacks: one line per stack and its
     sample count; what docs/benchmarks.md's profiles come from). Else nothing."""
+    with profiled_pid(stack.core, name):
+        yield
+
+
+@contextlib.contextmanager
+def profiled_pid(pid: int | None, name: str) -> Iterator[None]:
+    """``profiled`` for any process (bench/edge.py: the edge's)."""
     where = os.environ.get("ONSALE_BENCH_PROFILE")
     spy = Path(sys.executable).with_name("py-spy")
-    if not where or stack.core is None or not spy.exists():
+    if not where or pid is None or not spy.exists():
         yield
         return
-    out = Path(where) / f"{name}.{stack.core}.txt"
+    out = Path(where) / f"{name}.{pid}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([str(spy), "record", "-p", str(stack.core), "-r", "200", "-f", "raw",
+    proc = subprocess.Popen([str(spy), "record", "-p", str(pid), "-r", "200", "-f", "raw",
                              "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield

@@ -188,20 +188,23 @@ class StatusCache:
 
 class Marks:
     """Batched last-seen times: ``which`` is "seen" (queue polls) or "active"
-    (gated requests). Memory is bounded by the visitors of one interval."""
+    (gated requests). Memory is bounded by the visitors of one interval. The accounts
+    stay UUIDs until their batch is written (a poll pays no ``str``)."""
 
     def __init__(self, store: QueueStore, which: str) -> None:
         self.store = store
         self.which = which
-        self._batch: dict[int, dict[str, int]] = {}
+        self._batch: dict[int, dict[uuid.UUID, int]] = {}
 
     def add(self, event_id: int, account: uuid.UUID, now_ms: int) -> None:
-        self._batch.setdefault(event_id, {})[str(account)] = now_ms
+        self._batch.setdefault(event_id, {})[account] = now_ms
 
     async def flush(self) -> None:
         batch, self._batch = self._batch, {}
         try:
-            await self.store.mark(self.which, batch)
+            await self.store.mark(self.which, {
+                event_id: {str(account): t for account, t in members.items()}
+                for event_id, members in batch.items()})
         except Exception:
             for event_id, members in batch.items():  # keep them for the next try
                 mine = self._batch.setdefault(event_id, {})

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(slots=True)
 class _Bucket:
     tokens: float
     updated: float
@@ -54,7 +54,8 @@ class RateLimiter:
                 self._buckets.popitem(last=False)
         else:
             self._buckets.move_to_end(key)
-            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
+            tokens = bucket.tokens + (now - bucket.updated) * self.rate
+            bucket.tokens = tokens if tokens < self.burst else self.burst
             bucket.updated = now
         if bucket.tokens >= 1.0:
             bucket.tokens -= 1.0

@@ -24,6 +24,7 @@ from msgspec import UnsetType
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 from onsale.edge.admission import eta_seconds, poll_after, position
 from onsale.edge.caches import EventConfig, Status
@@ -36,11 +37,11 @@ from onsale.edge.runtime import Edge, edge_state
 from onsale.edge.tokens import Ticket, Verdict, admission_cookie, ticket_cookie
 from onsale.kernel.auth import current_account, signed_account
 from onsale.kernel.bodies import read_body
-from onsale.kernel.cookies import settings_cookie_policy
-from onsale.kernel.inputs import int_path
+from onsale.kernel.cookies import raw_cookies, settings_cookie_policy
+from onsale.kernel.inputs import int_path, parse_id
 from onsale.kernel.logs import REQUEST_ID
 from onsale.kernel.problems import Problem
-from onsale.kernel.responses import JSONResponse
+from onsale.kernel.responses import JSONResponse, NoStoreJSON
 from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
@@ -100,6 +101,8 @@ class View:
         else:  # a poll echoes the ticket it was shown: no signing on the hot path
             self.body["ticket"] = (self.presented.token if unchanged
                                    else self.edge.tickets.issue(self.ticket))
+        if unchanged and not self.drop_ticket and self.admission is None:  # no cookie to write
+            return NoStoreJSON(self.body)
         response = JSONResponse(self.body, headers={"Cache-Control": "no-store"})
         policy = settings_cookie_policy(settings)
         name = ticket_cookie(self.config.event_id, policy.prefix)
@@ -211,17 +214,31 @@ async def present(request: Request, edge: Edge, config: EventConfig, ticket: Tic
                              poll_after_seconds=edge.settings.queue_poll_seconds)
             return _answered(edge, live, view)
         view.ticket = ticket = Ticket(ticket.event_id, ticket.account_id, place, ticket.device)
-    if ticket.place == 0 or not config.sale_open():
-        edge.seen.add(config.event_id, ticket.account_id, _now_ms())
-        view.waiting("prequeue", status, ticket.place or None)
-    elif ticket.place > status.serving:
-        edge.seen.add(config.event_id, ticket.account_id, _now_ms())
-        paused = status.paused or status.state in PAUSED_STATES or edge.status.stale()
-        view.waiting("paused" if paused else "waiting", status, ticket.place)
-    else:
-        await view.admit(request, steal=steal)
+    if _waits(config, status, ticket):
+        return _waiting(edge, status, view)
+    await view.admit(request, steal=steal)
     view.body["place"] = ticket.place or None
     return _answered(edge, live, view)
+
+
+def _waits(config: EventConfig, status: Status, ticket: Ticket) -> bool:
+    """Whether a visitor with this ticket waits (before the sale, or behind the front)
+    rather than being admitted; a passthrough event and a drawn ticket still without
+    its place are decided before this."""
+    return ticket.place == 0 or not config.sale_open() or ticket.place > status.serving
+
+
+def _waiting(edge: Edge, status: Status, view: View) -> Response:
+    """The answer of a visitor who waits: the place, the position and the wait."""
+    config, ticket = view.config, view.ticket
+    edge.seen.add(config.event_id, ticket.account_id, _now_ms())
+    if ticket.place == 0 or not config.sale_open():
+        view.waiting("prequeue", status, ticket.place or None)
+    else:
+        paused = status.paused or status.state in PAUSED_STATES or edge.status.stale()
+        view.waiting("paused" if paused else "waiting", status, ticket.place)
+    view.body["place"] = ticket.place or None
+    return _answered(edge, view.live, view)
 
 
 def _answered(edge: Edge, live: bool, view: View) -> Response:
@@ -352,6 +369,58 @@ async def poll(request: Request) -> Response:
     config = edge.configs.cached(event_id) or await event_config(edge, event_id)
     return await present(request, edge, config, presented.ticket, presented, steal=False,
                          live=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cookie_names(session: str, event_id: int, prefix: str) -> tuple[bytes, bytes]:
+    """The session cookie's and the event's ticket cookie's names, as header bytes."""
+    return session.encode("latin-1"), ticket_cookie(event_id, prefix).encode("latin-1")
+
+
+def quick_poll(scope: Scope) -> Response | None:
+    """``poll``'s answer to a visitor who waits, from the raw scope (the fast lane's
+    ``Quick``): the two cookies read from the raw ``Cookie`` header, no Starlette
+    ``Request``. Anything else (no or a bad session cookie, a bad event id, no ticket
+    or another's, an event or status not cached yet, a passthrough event, a drawn
+    ticket without its place, a visitor at the front) is None before any limit is
+    counted: ``poll`` answers it, with its checks in their order. The limits, the
+    risk memory's poll and the "seen" mark are the same as ``poll``'s."""
+    app = scope["app"]
+    edge: Edge = app.state.edge
+    event_id = parse_id(scope["path_params"]["event_id"])
+    if event_id is None:
+        return None
+    config = edge.configs.cached(event_id)
+    status = edge.status.get(event_id)
+    if config is None or status is None or config.policy == "passthrough":
+        return None
+    sessions = app.state.shared.sessions
+    cookie = header = None
+    for name, value in scope["headers"]:
+        if name == b"cookie" and cookie is None:
+            cookie = value
+        elif name == b"queue-ticket" and header is None:
+            header = value.decode("latin-1")
+    session, ticket_token = raw_cookies(cookie, _cookie_names(
+        sessions.cookie_name, event_id, settings_cookie_policy(edge.settings).prefix))
+    ref = sessions.codec.decode(session) if session else None
+    if ref is None:
+        return None
+    token = header or ticket_token
+    ticket = edge.tickets.read(token, event_id, ref.account)
+    if ticket is None or (ticket.place == 0 and status.draw == "drawn") \
+            or not _waits(config, status, ticket):
+        return None
+    client = scope.get("client")
+    wait = (edge.poll_ip.allow(client[0] if client else "unknown")
+            or edge.poll_account.allow(ref.account))  # as ``_limit``, in its order
+    if wait > 0:
+        if edge.metrics is not None:  # counted by its code, as ``queue`` counts it
+            edge.metrics.answered("poll", "rate_limited")
+        raise Problem(429, "rate_limited", retry_after=retry_after(wait))
+    edge.risk_memory.polled(ref.account)
+    return _waiting(edge, status, View(edge, config, ticket, Presented(ticket, token),
+                                       live=False))
 
 
 async def queue(request: Request) -> Response:

@@ -12,6 +12,7 @@ revocation verdict needs I/O and is decided by ``edge.gate``.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import time
 import uuid
@@ -196,6 +197,7 @@ def admission_cookie(event_id: int, prefix: str = "") -> str:
     return f"{prefix}{ADMISSION_COOKIE}{event_id}"
 
 
+@functools.lru_cache(maxsize=4096)  # every queue poll asks
 def ticket_cookie(event_id: int, prefix: str = "") -> str:
     return f"{prefix}{TICKET_COOKIE}{event_id}"
 

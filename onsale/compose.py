@@ -30,6 +30,7 @@ from onsale.edge.gate import Gate, running_gate
 from onsale.edge.metrics import EdgeMetrics
 from onsale.edge.openapi import EDGE_API
 from onsale.edge.pow import RiskHook, builtin_risk
+from onsale.edge.routes import quick_poll
 from onsale.edge.seatmap_gate import seatmap_admission
 from onsale.edge.tier import edge_routes, require_redis, running_edge
 from onsale.kernel.config import CommandSettings, ConfigError, Settings
@@ -221,9 +222,13 @@ HOT_ROUTES = (("GET", "/api/events/{event_id}/queue"), ("POST", "/api/events/{ev
               ("GET", "/api/orders/{order_id}"))
 
 
+# Their answers from the raw scope, where one exists (kernel.fast_lane.Quick).
+QUICK = {("GET", "/api/events/{event_id}/queue"): quick_poll}
+
+
 def hot_routes(routes: list[BaseRoute]) -> list[HotRoute]:
     """The hot routes among ``routes``, each with the endpoint of its one ``Route``."""
-    return [HotRoute(route.path, method, route.endpoint)
+    return [HotRoute(route.path, method, route.endpoint, QUICK.get((method, path)))
             for route in routes if isinstance(route, Route)
             for method, path in HOT_ROUTES
             if route.path == path and method in (route.methods or ())]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from http.cookies import _unquote
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -51,3 +52,29 @@ def settings_cookie_policy(settings: Settings) -> CookiePolicy:
     """The policy of a deployment: from its public URL, and always Secure with
     ONSALE_COOKIE_SECURE=true (the flag can only add Secure, never remove it)."""
     return cookie_policy(settings.public_url, True if settings.cookie_secure else None)
+
+
+# What ``str.strip()`` removes from a latin-1 header (``\x1c``-``\x1f``, ``\x85`` and
+# ``\xa0`` too, not only ASCII whitespace): Starlette strips the decoded string.
+_SPACE = bytes(c for c in range(256) if chr(c).isspace())
+
+
+def raw_cookies(header: bytes | None, names: tuple[bytes, bytes]) -> tuple[str | None, str | None]:
+    """The values of two cookies (``names``, latin-1 bytes) read straight from a raw
+    ``Cookie`` header, as Starlette's ``request.cookies`` reads them (the same
+    splitting, stripping and unquoting; the last of a repeated name wins), without
+    decoding the header or building the dictionary of every cookie: the queue poll's
+    two (docs/design.md#the-fast-lane)."""
+    if not header:
+        return None, None
+    first = second = None
+    for chunk in header.split(b";"):
+        key, eq, value = chunk.partition(b"=")
+        if not eq:
+            continue
+        key = key.strip(_SPACE)
+        if key == names[0]:
+            first = _unquote(value.strip(_SPACE).decode("latin-1"))
+        elif key == names[1]:
+            second = _unquote(value.strip(_SPACE).decode("latin-1"))
+    return first, second

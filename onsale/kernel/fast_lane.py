@@ -40,6 +40,9 @@ log = logging.getLogger("onsale.http")
 ACCESS = logging.getLogger("onsale.access")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+# A handler that answers from the raw scope alone, or says None: the endpoint's turn
+# (with a Request). It must have done nothing the endpoint would do again.
+Quick = Callable[[Scope], Response | None]
 _PARAM = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -51,6 +54,7 @@ class HotRoute:
     path: str
     method: str
     endpoint: Endpoint
+    quick: Quick | None = None  # the common answer, without a Starlette Request
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -155,11 +159,15 @@ class App(Starlette):
                      rid: str) -> int:
         policy = self.policy
         assert policy is not None
-        request = Request(scope, receive)
         refusal = policy.refusal(scope)
-        if refusal is not None:
-            response: Response = refusal
-        else:
+        response: Response | None = refusal
+        if response is None and route.quick is not None:
+            try:
+                response = route.quick(scope)
+            except Exception as exc:
+                response = await self._handled(Request(scope, receive), exc)
+        if response is None:
+            request = Request(scope, receive)
             try:
                 response = await route.endpoint(request)
             except Exception as exc:

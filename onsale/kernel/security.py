@@ -61,6 +61,7 @@ class SecurityPolicy:
         self.allowed = allowed_origins
         self.always = response_headers(hsts=hsts)
         self.page = page_headers(csp)
+        self.every_page = (*self.always, *self.page)
 
     def refusal(self, scope: Scope) -> Response | None:
         """403 ``cross_site_request`` for an unsafe request another site's page made."""
@@ -81,10 +82,14 @@ class SecurityPolicy:
 
     def add_headers(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         """``headers`` (a response's raw headers) with the missing security headers added."""
-        present = {name.lower() for name, _ in headers}
-        page = any(name.lower() == b"content-type" and value.lower().startswith(_PAGE_TYPES)
-                   for name, value in headers)
-        for name, value in (*self.always, *self.page) if page else self.always:
+        present = set()
+        page = False
+        for name, value in headers:  # one pass (every fast-lane answer comes here)
+            name = name.lower()
+            present.add(name)
+            if name == b"content-type" and value.lower().startswith(_PAGE_TYPES):
+                page = True
+        for name, value in self.every_page if page else self.always:
             if name not in present:
                 headers.append((name, value))
         return headers

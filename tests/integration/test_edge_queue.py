@@ -208,3 +208,56 @@ async def test_passthrough_admits_at_once_unless_an_operator_paused_it(
         async with api.client() as c:
             await c.post(f"/api/ops/events/{event_id}/queue/resume", headers=admin)
         assert (await late.join()).json()["state"] == "admitted"
+
+
+async def test_a_waiting_visitors_poll_is_answered_from_the_raw_scope_as_poll_would(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """Issue 29: the fast lane's quick poll (no Starlette Request) answers a visitor who
+    waits with poll's exact answer; everything else it leaves to poll."""
+    import dataclasses
+
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await queue_event(api, admission_rate_min=1, admission_rate_max=1)
+        alice, bob = await new_accounts(conn, 2)
+        app = api.app
+        (route,) = [r for r in app.hot["GET"] if r.path.endswith("/queue")]
+        assert route.quick is not None
+        quick = route.quick
+        taken: list[bool] = []
+
+        def spy(scope: Any) -> Any:
+            answer = quick(scope)
+            taken.append(answer is not None)
+            return answer
+
+        def lane(fn: Any) -> None:
+            app.hot["GET"] = tuple(dataclasses.replace(r, quick=fn) if r.path == route.path
+                                   else r for r in app.hot["GET"])
+
+        url = f"/api/events/{event_id}/queue"
+        async with api.client(bob, admit=False) as b:  # first in line: bob
+            assert (await b.post(url)).status_code == 200
+        async with api.client(alice, admit=False) as c:
+            joined = await c.post(url)
+            ticket = joined.json()["ticket"]
+            lane(spy)
+            by_cookie = await c.get(url)
+            by_header = await c.get(url, headers={"Queue-Ticket": ticket})
+            lane(None)
+            full = await c.get(url)
+            lane(spy)
+        assert taken == [True, True]
+        assert by_cookie.json()["state"] == "waiting" and by_cookie.json()["place"] == 2
+        assert by_cookie.json() == by_header.json() == full.json()
+
+        def same(r: Any) -> dict[str, str]:
+            return {k: v for k, v in r.headers.items()
+                    if k not in ("date", "x-request-id", "content-length")}
+        assert same(by_cookie) == same(full)
+        taken.clear()
+        async with api.client(uuid.uuid4(), admit=False) as stranger, api.client() as anon:
+            assert (await stranger.get(url)).json()["code"] == "not_in_queue"
+            assert (await anon.get(url)).status_code == 401
+            assert (await stranger.get("/api/events/0x1/queue")).status_code == 404
+        assert taken == [False, False, False]  # each left to poll

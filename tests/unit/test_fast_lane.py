@@ -178,3 +178,37 @@ def test_each_request_is_counted_and_timed_by_route_template() -> None:
     assert registry.get_sample_value("onsale_http_request_duration_seconds_count",
                                      {"route": "/things/a1", "method": "GET",
                                       "status": "200"}) is None  # never the path itself
+
+
+def _quick(scope: Any) -> Response | None:
+    """Answers /things/q* from the raw scope; ``/things/qbusy`` raises; others: None."""
+    key = scope["path_params"]["key"]
+    if key == "qbusy":
+        raise Problem(429, "rate_limited", retry_after="3")
+    if key.startswith("q"):
+        return JSONResponse({"quick": key}, headers={"Cache-Control": "no-store"})
+    return None
+
+
+def _quick_app() -> Any:
+    routes = [Route("/things/{key}", thing, methods=["GET"])]
+    return App(routes=routes, exception_handlers=error_handlers(),
+               middleware=[security_middleware(None, POLICY)],  # type: ignore[arg-type]
+               hot=[HotRoute("/things/{key}", "GET", thing, _quick)], policy=POLICY)
+
+
+def test_a_quick_answer_skips_the_endpoint_and_none_falls_through_to_it() -> None:
+    calls.clear()
+    with TestClient(_quick_app(), raise_server_exceptions=False) as client:
+        quick = client.get("/things/q1")
+        assert (quick.status_code, quick.json()) == (200, {"quick": "q1"})
+        assert quick.headers["x-content-type-options"] == "nosniff"  # the lane's headers
+        assert quick.headers["x-request-id"]
+        assert calls == []
+        slow = client.get("/things/a1")  # quick said None: the endpoint, with a Request
+        assert slow.json() == {"key": "a1", "app": True}
+        assert calls == ["GET"]
+        busy = client.get("/things/qbusy")  # a quick refusal: the app's problem+json
+        assert (busy.status_code, busy.headers["retry-after"]) == (429, "3")
+        assert busy.json()["code"] == "rate_limited"
+        assert calls == ["GET"]
