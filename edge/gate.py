@@ -126,6 +126,24 @@ class Gate:
             self._cache.popitem(last=False)
         return value
 
+    async def current_sessions(self, pairs: list[tuple[int, uuid.UUID]]) -> list[str | None]:
+        """``current_session`` for many (event, account) pairs, read fresh in one
+        pipeline (the seat map's re-check of its open sockets); the cache learns them."""
+        if self.store is None:
+            raise Problem(503, "admission_unavailable",
+                          detail="The waiting room store is not configured (REDIS_URL).")
+        now = self._clock()
+        try:
+            values = await self.store.sessions(pairs)
+        except Exception as exc:  # Redis down: refuse rather than guess
+            raise Problem(503, "admission_unavailable", detail=ADMISSION_STORE_DOWN) from exc
+        for key, value in zip(pairs, values, strict=True):
+            self._cache[key] = (value, now)
+            self._cache.move_to_end(key)
+        while len(self._cache) > self.max_entries:
+            self._cache.popitem(last=False)
+        return values
+
     def forget(self, event_id: int, account: uuid.UUID) -> None:
         self._cache.pop((event_id, account), None)
 

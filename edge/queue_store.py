@@ -178,6 +178,17 @@ class QueueStore:
         raw = await self.redis.hget(EventKeys(event_id).sess, str(account))
         return None if raw is None else _s(raw).split("|", 1)[0]
 
+    async def sessions(self, pairs: list[tuple[int, uuid.UUID]]) -> list[str | None]:
+        """``session`` for many (event, account) pairs in one pipeline (the seat map's
+        re-check of its open sockets)."""
+        if not pairs:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for event_id, account in pairs:
+                pipe.hget(EventKeys(event_id).sess, str(account))
+            raw = await pipe.execute()
+        return [None if r is None else _s(r).split("|", 1)[0] for r in raw]
+
     async def mark(self, which: str, batches: dict[int, dict[str, int]]) -> None:
         """Batched "last seen" updates (``seen`` polls, ``active`` requests):
         one ZADD per event, and only for members still there (XX) with a newer

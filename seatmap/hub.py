@@ -38,11 +38,11 @@ from onsale.seatmap.sequencer import (
 )
 from onsale.seatmap.shard_plan import capturing
 from onsale.seatmap.snapshot import SeatMap, encode_gzip
-from onsale.seatmap.sockets import AccountSockets, Admitted, close_for, expired
+from onsale.seatmap.sockets import AccountSockets, Admitted, by_recheck, close_for, expired
 
 log = logging.getLogger("onsale.seatmap.hub")
 IDLE_CHANNEL_SECONDS = 60.0
-ADMISSION_CHECK_BATCH = 500  # lapsed() calls in flight at once
+ADMISSION_CHECK_BATCH = 1000  # sockets re-checked by one pipeline (then the loop breathes)
 
 
 class Channel:
@@ -331,11 +331,16 @@ class Hub:
                 live.append((client, admitted))
         for start in range(0, len(live), ADMISSION_CHECK_BATCH):
             batch = live[start:start + ADMISSION_CHECK_BATCH]
-            verdicts = await asyncio.gather(*(a.lapsed() for _, a in batch),
-                                            return_exceptions=True)
-            for (client, _), verdict in zip(batch, verdicts, strict=True):
-                if isinstance(verdict, str):
-                    self.end(client, *close_for(verdict))
+            sockets = [a for _, a in batch]
+            for recheck, positions in by_recheck(sockets):  # one pipeline per gate
+                try:
+                    verdicts = await recheck([sockets[n] for n in positions])
+                except Exception:  # never let one bad check close or keep them all
+                    log.exception("re-checking %d seat-map admissions failed", len(positions))
+                    continue
+                for n, verdict in zip(positions, verdicts, strict=True):
+                    if verdict is not None:
+                        self.end(batch[n][0], *close_for(verdict))
 
     def end(self, client: Client, code: int, reason: str) -> None:
         """Close one admitted socket (its own task forgets it everywhere); one that

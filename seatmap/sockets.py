@@ -8,7 +8,7 @@ one, what a client may send, and when an open one must close.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 # Close codes (docs/seatmap-protocol.md#close-codes).
@@ -33,6 +33,25 @@ class Admitted(Protocol):
     async def lapsed(self) -> str | None:
         """None while the admission holds; else its problem code."""
         ...
+
+    @property
+    def recheck(self) -> Recheck:
+        """``lapsed`` for many admissions of one gate at once (one pipeline's reads)."""
+        ...
+
+
+class Recheck(Protocol):
+    async def __call__(self, admitted: Sequence[Admitted]) -> list[str | None]: ...
+
+
+def by_recheck(admitted: Sequence[Admitted]) -> list[tuple[Recheck, list[int]]]:
+    """The admissions grouped by the re-check that answers them (one per gate), each
+    group with its positions in ``admitted``, in order."""
+    groups: dict[int, tuple[Recheck, list[int]]] = {}
+    for n, a in enumerate(admitted):
+        check = a.recheck
+        groups.setdefault(id(check), (check, []))[1].append(n)
+    return list(groups.values())
 
 
 def origin_allowed(origin: str | None, allowed: frozenset[str] | None) -> bool:

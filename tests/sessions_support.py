@@ -68,6 +68,11 @@ class MemorySessionStore:
         self.reads += 1
         return session_id in self.records.get(account, set())
 
+    async def exist(self, refs: list[tuple[uuid.UUID, str]]) -> list[bool]:
+        self._up()
+        self.reads += 1  # one pipeline
+        return [s in self.records.get(a, set()) for a, s in refs]
+
     async def revoke(self, account: uuid.UUID, session_id: str) -> bool:
         self._up()
         found = session_id in self.records.get(account, set())

@@ -92,6 +92,8 @@ class Store(Protocol):
 
     async def exists(self, account: uuid.UUID, session_id: str) -> bool: ...
 
+    async def exist(self, refs: list[tuple[uuid.UUID, str]]) -> list[bool]: ...
+
     async def revoke(self, account: uuid.UUID, session_id: str) -> bool: ...
 
     async def revoke_all(self, account: uuid.UUID) -> list[str]: ...
@@ -122,6 +124,15 @@ class SessionStore:
 
     async def exists(self, account: uuid.UUID, session_id: str) -> bool:
         return bool(await self.redis.exists(record_key(account, session_id)))
+
+    async def exist(self, refs: list[tuple[uuid.UUID, str]]) -> list[bool]:
+        """``exists`` for many (account, session id) pairs in one pipeline."""
+        if not refs:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for account, session_id in refs:
+                pipe.exists(record_key(account, session_id))
+            return [bool(n) for n in await pipe.execute()]
 
     async def revoke(self, account: uuid.UUID, session_id: str) -> bool:
         """Whether a record was there to delete."""

@@ -150,6 +150,19 @@ class Sessions:
             return None
         return ref.account if await self._live(ref) else None
 
+    async def live_all(self, tokens: list[str | None]) -> list[bool]:
+        """``account(token) is not None`` for many tokens, the store read in one
+        pipeline (the seat map's re-check of its open sockets); 503
+        ``session_unavailable`` when the store cannot tell."""
+        refs = [self.codec.decode(t) if t else None for t in tokens]
+        known = [r for r in refs if r is not None]
+        sent = self._clock()
+        found = await self._call(lambda s: s.exist([(r.account, r.session_id) for r in known]))
+        for ref, exists in zip(known, found, strict=True):
+            self.cache.learnt(ref, exists, sent)
+        answers = iter(found)
+        return [False if r is None else next(answers) for r in refs]
+
     async def _live(self, ref: SessionRef) -> bool:
         verdict = self.cache.verdict(ref, self._clock())
         if verdict is not Verdict.READ:
