@@ -88,6 +88,7 @@ class Run:
     cpu: dict[str, float]  # CPU seconds by party, over the load and its settling
     settled: float  # seconds after the load until the stack was quiet
     ran_out: str | None  # what stopped the run before --duration, if anything
+    writes: int | None = None  # PostgreSQL transactions that wrote (xids assigned), load + settle
 
     @property
     def checkouts(self) -> int:
@@ -180,8 +181,23 @@ async def drive(args: argparse.Namespace, host: str, port: int, event_id: int,
     return steps, outcomes, time.perf_counter() - started, (ran_out[0] if ran_out else None)
 
 
+def next_xid(url: str) -> int:
+    """The next transaction id PostgreSQL will assign (read without taking one): the
+    difference over a window is the transactions that wrote in it."""
+    import asyncpg
+
+    async def read() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"))
+        finally:
+            await conn.close()
+    return asyncio.run(read())
+
+
 def one_run(args: argparse.Namespace, host: str, port: int, sessions: list[str],
-            stack: Stack, connections: int) -> Run:
+            stack: Stack, connections: int, url: str | None = None) -> Run:
     """A fresh event, the shoppers admitted to it, then the load with ``connections``."""
     async def prepare() -> tuple[int, list[str]]:
         c = Conn(host, port)
@@ -195,15 +211,17 @@ def one_run(args: argparse.Namespace, host: str, port: int, sessions: list[str],
     run_args = argparse.Namespace(**{**vars(args), "concurrency": connections})
     # The new event's 50,000 seats pass through the seat map's change capture first.
     before, _ = settle(stack, cpu_sample(stack), PRE_LOAD_SETTLE_MAX_S)
+    xid_before = next_xid(url) if url is not None else None
     with profiled(stack, f"checkout-{connections}"):
         steps, outcomes, elapsed, ran_out = run_fast(drive(run_args, host, port, event_id,
                                                            cookies))
     after, settled = settle(stack, cpu_sample(stack), SETTLE_MAX_S)
+    writes = next_xid(url) - xid_before if url is not None and xid_before is not None else None
     if not steps["checkout"]:
         raise SystemExit("no checkout completed: " + ", ".join(
             f"{k}={v}" for k, v in outcomes.most_common()))
     return Run(connections, event_id, steps, outcomes, elapsed,
-               cpu_used(stack, before, after), settled, ran_out)
+               cpu_used(stack, before, after), settled, ran_out, writes)
 
 
 def cpu_text(run: Run) -> str:
@@ -255,13 +273,14 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
             c.close()
 
     sessions = asyncio.run(shoppers())
+    url = server.database_url() if server is not None else database_url(data_dir)
     few = None
     if args.scale:
-        few = one_run(args, host, port, sessions, stack, SCALE_CONNECTIONS[0])
+        few = one_run(args, host, port, sessions, stack, SCALE_CONNECTIONS[0], url)
         report(args, few)
         print()
         args.concurrency = SCALE_CONNECTIONS[1]
-    run = one_run(args, host, port, sessions, stack, args.concurrency)
+    run = one_run(args, host, port, sessions, stack, args.concurrency, url)
     pcts = report(args, run)
     rss = server.rss_mib() if server is not None else server_rss_mb(port)
     if rss is not None:
@@ -304,9 +323,13 @@ def measure(args: argparse.Namespace, server: DevServer | None, data_dir: Path) 
                    target=targets.get(name))
     if rss is not None:
         figure("checkout.server_rss", round(rss, 1), "MiB")
+    if run.writes is not None and run.confirmed:
+        writes = run.writes / run.confirmed
+        print(f"  PostgreSQL transactions that wrote, per confirmed checkout: {writes:.2f} "
+              "(the hold's share of its batch included; the load and its settling)")
+        figure("checkout.write_transactions", round(writes, 2), "count")
     if few is not None:
         scale_report(few, run)
-    url = server.database_url() if server is not None else database_url(data_dir)
     violations = run_audit(url, "checkout")
     print(f"  invariant violations: {violations}")
     return 1 if violations else 0

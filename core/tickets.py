@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import asyncpg
 from redis.exceptions import ResponseError
 
 from onsale.core.metrics import Metrics
@@ -85,40 +86,69 @@ PoolOf = Callable[[uuid.UUID], Any]
 
 async def handle_entries(pool: Any, redis: RedisClient, metrics: Metrics,
                          entries: Iterable[Entry], pool_of: PoolOf | None = None) -> list[str]:
-    """Process entries in order, acknowledge all but ``wait``. Returns the verdicts."""
+    """Process entries in order, acknowledge all but ``wait``. Returns the verdicts.
+    The orders of one shard are issued in one transaction (``issue_batch``)."""
     verdicts: list[str] = []
-    acks: list[Any] = []
+    ids: list[Any] = []
+    todo: dict[int, tuple[Any, list[tuple[int, uuid.UUID]]]] = {}  # by pool: its entries
     for msg_id, raw in entries:
         if msg_id is None or raw is None:  # deleted from the stream while pending
             continue
-        fields = decode_fields(raw)
-        verdict = await _verdict(pool, metrics, fields, pool_of)
+        n = len(verdicts)
+        verdict, order_id, order_pool = _triage(pool, metrics, decode_fields(raw), pool_of)
         verdicts.append(verdict)
-        if verdict != "wait":
-            acks.append(msg_id)
+        ids.append(msg_id)
+        if order_id is not None:
+            todo.setdefault(id(order_pool), (order_pool, []))[1].append((n, order_id))
+    for order_pool, orders in todo.values():
+        outcomes = await issue_batch(order_pool, [o for _, o in orders])
+        issued = 0
+        for n, order_id in orders:
+            verdicts[n], count = outcomes.pop(order_id, ("duplicate", 0))  # a repeat: once
+            issued += count
+        metrics.tickets_issued.inc(issued)
+    acks = [msg_id for msg_id, verdict in zip(ids, verdicts, strict=True) if verdict != "wait"]
     if acks:
         await redis.xack(STREAM, GROUP, *acks)
     return verdicts
 
 
-async def _verdict(pool: Any, metrics: Metrics, fields: Mapping[str, str],
-                   pool_of: PoolOf | None = None) -> str:
+def _triage(pool: Any, metrics: Metrics, fields: Mapping[str, str],
+            pool_of: PoolOf | None = None) -> tuple[str, uuid.UUID | None, Any]:
+    """An entry's verdict without the database, or the order to issue and its pool."""
     if fields.get("type") != ORDER_CONFIRMED:
-        return "ignored"
+        return "ignored", None, None
     order_id = order_id_of(fields)
     if order_id is None:
         metrics.ticket_consumer_errors.inc()
         log.error("order.confirmed without a valid order_id, dropped: %r", fields)
-        return "malformed"
+        return "malformed", None, None
     if pool_of is not None:
         pool = pool_of(order_id)
         if pool is None:  # its shard is not open here (yet): left pending, reclaimed later
             log.warning("order %s: its shard is not open in this process", order_id)
-            return "wait"
+            return "wait", None, None
+    return "issue", order_id, pool
+
+
+async def issue_batch(pool: Any, order_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, int]]:
+    """``issue_tickets`` for several orders of one shard in one transaction (each its
+    outcome and the tickets written for it); if that transaction fails, each alone."""
+    distinct = list(dict.fromkeys(order_ids))
     async with pool.acquire() as conn:
-        outcome, issued = await issue_tickets(conn, order_id)
-    metrics.tickets_issued.inc(issued)
-    return outcome
+        if len(distinct) > 1:
+            try:
+                q = queries("tickets")
+                async with conn.transaction():
+                    rows = await conn.fetch(q["issue_tickets_batch"], distinct)
+                    counts = {r["order_id"]: int(r["issued"])
+                              for r in await conn.fetch(q["issued_here_batch"], distinct)}
+                return {r["order_id"]: (r["outcome"], counts.get(r["order_id"], 0))
+                        for r in rows}
+            except asyncpg.PostgresError as exc:
+                log.warning("issuing %d orders' tickets together failed (%s); each alone",
+                            len(distinct), type(exc).__name__)
+        return {o: await issue_tickets(conn, o) for o in distinct}
 
 
 def _stream_entries(response: Any) -> list[Entry]:

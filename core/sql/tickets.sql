@@ -5,6 +5,19 @@ SELECT onsale_issue_tickets($1);
 -- Tickets written by the current transaction (the caller's, just now).
 SELECT count(*) FROM tickets WHERE order_id = $1 AND xmin = pg_current_xact_id()::xid;
 
+-- name: issue_tickets_batch
+-- core/tickets.py issue_batch: several orders (distinct), in order, in the caller's
+-- transaction; then issued_here_batch counts what it wrote (a statement's own snapshot
+-- does not see what the functions it calls insert).
+SELECT o.order_id, onsale_issue_tickets(o.order_id) AS outcome
+FROM unnest($1::uuid[]) WITH ORDINALITY AS o(order_id, n)
+ORDER BY o.n;
+
+-- name: issued_here_batch
+SELECT order_id, count(*) AS issued FROM tickets
+WHERE order_id = ANY ($1::uuid[]) AND xmin = pg_current_xact_id()::xid
+GROUP BY order_id;
+
 -- name: ticket_event
 -- The event whose tickets the gate checks: it ends $2 hours after it starts
 -- (ONSALE_TICKET_VALID_HOURS); now() is the database's clock.

@@ -248,3 +248,30 @@ async def test_worker_role_relays_and_issues(
     assert 'onsale_outbox_published_total{shard="1"} 1.0' in text
     assert "onsale_tickets_issued_total 2.0" in text
     assert await conn.fetchval("SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0
+
+
+async def test_the_orders_of_one_read_are_issued_in_one_transaction(
+    conn: Any, pool: Any, redis_client: Redis,
+) -> None:
+    """Issue 29: a read's orders go to the database together (one commit), each with
+    its own outcome: issued, wait (not captured, left pending), cancelled, and a
+    repeated message of an order issued once."""
+    captured = [await make_order(conn, [n, n + 1]) for n in (1, 11, 21)]
+    waiting = await make_order(conn, [31], payment_status="AUTHORIZED")
+    failed = await make_order(conn, [41], status="FAILED", payment_status="VOIDED")
+    assert await relay_pass(conn, redis_client) == 5
+    [first] = [e for e in await redis_client.xrange(STREAM)
+               if e[1][b"aggregate_id"] == str(captured[0]).encode()]
+    await redis_client.xadd(STREAM, first[1])  # a duplicate delivery in the same read
+    await ensure_group(redis_client)
+    metrics = Metrics()
+    verdicts = await consume_once(pool, redis_client, metrics, "c1", block_ms=None)
+    assert verdicts == ["issued", "issued", "issued", "wait", "cancelled", "duplicate"]
+    assert sample(metrics, "onsale_tickets_issued_total") == 6
+    for order_id in captured:
+        assert len(await tickets_of(conn, order_id)) == 2
+    assert await tickets_of(conn, waiting) == [] and await tickets_of(conn, failed) == []
+    assert await pending(redis_client) == 1  # the waiting order's, for a later read
+    # one transaction wrote them all
+    assert await conn.fetchval("SELECT count(DISTINCT xmin::text) FROM tickets "
+                               "WHERE order_id = ANY($1)", captured) == 1
