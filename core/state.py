@@ -16,6 +16,7 @@ from onsale.core.payments import Payments
 from onsale.core.seat_batch import SeatBatcher
 from onsale.core.signin_throttle import SigninThrottle
 from onsale.core.venues import VenueLayouts
+from onsale.core.webhook_batch import WebhookRecords
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.problems import Problem
@@ -64,6 +65,7 @@ class CoreState:
     payments: Payments | None = None  # None: no provider configured
     ga_batcher: GABatcher | None = None  # None: every GA hold alone (ONSALE_GA_BATCH_MAX=1)
     seat_batcher: SeatBatcher | None = None  # None: every seat hold alone (…SEAT_BATCH_MAX=1)
+    webhook_records: WebhookRecords | None = None  # record-only deliveries, batched per shard
     # The venue layouts, read on a small pool of their own (where the API runs)
     venues: VenueLayouts | None = None
     # onsale dev: the background loops' own pool (background statement timeout)

@@ -43,10 +43,14 @@ def answer_from_error(exc: stripe.StripeError) -> ProviderAnswer:
 
 
 def answer_from_object(obj: Any) -> ProviderAnswer:
-    """A successful SDK call: the status it came with and the object as plain JSON."""
+    """A successful SDK call: the status it came with and the object as plain JSON: the
+    response's own parsed body (the SDK has parsed it once already), not the object
+    converted back (``to_dict`` walks every nested object again; issue 29)."""
     response = getattr(obj, "last_response", None)
     status = int(response.code) if response is not None else 200
-    body = obj.to_dict() if hasattr(obj, "to_dict") else None
+    body = getattr(response, "data", None)
+    if not isinstance(body, dict):
+        body = obj.to_dict() if hasattr(obj, "to_dict") else None
     if not isinstance(body, dict):
         return ProviderAnswer(None, None, "unreadable success body")
     return ProviderAnswer(status, body)

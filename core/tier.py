@@ -25,6 +25,7 @@ from onsale.core.signin_throttle import SigninThrottle, signin_limits
 from onsale.core.state import Admission, CoreState
 from onsale.core.stripe_provider import StripeProvider
 from onsale.core.venues import running_venues
+from onsale.core.webhook_batch import WebhookRecords
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database, create_pool
 from onsale.kernel.dependency import background_redis
@@ -102,6 +103,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             seat_batcher=SeatBatcher(db, metrics, max_batch=settings.seat_batch_max,
                                      inflight=settings.seat_batch_inflight)
             if api and settings.seat_batch_max > 1 else None,
+            webhook_records=WebhookRecords(db) if api else None,
             venues=venues, background_pool=background_pool)
         tasks: list[asyncio.Task[None]] = []
         stack.push_async_callback(stop_background, tasks)

@@ -31,6 +31,7 @@ from onsale.core.payments import Payments
 from onsale.core.psp_client import SIMULATOR_HEADER
 from onsale.core.queries import queries
 from onsale.core.state import core_state
+from onsale.core.webhook_batch import Delivery, WebhookRecords
 from onsale.kernel.db import Database
 from onsale.kernel.logs import bind, plausible_id
 from onsale.kernel.problems import Problem
@@ -113,7 +114,7 @@ async def receive_payment_webhook(request: Request) -> Response:
     payload = json.loads(raw)
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,
-        # without locks, and record those in one statement.
+        # without locks, and only record those (with others: core/webhook_batch.py).
         todo: list[tuple[uuid.UUID, Outcome, Recorded]] = []
         contradicted: list[tuple[uuid.UUID, str, str]] = []
         outcomes = webhook_outcomes(event_type, intent) if authorize_id is not None else []
@@ -130,13 +131,14 @@ async def receive_payment_webhook(request: Request) -> Response:
                 contradicted.append((target["operation_id"], kind, field))
             elif can_change(kind, target["status"], outcome.outcome):
                 todo.append((target["operation_id"], outcome, recorded))
-        if not todo:
-            result = "mismatch" if contradicted else "ignored"
-            stored = await conn.fetchval(q["record_webhook"], event_id, event_type,
-                                         intent.get("id"), result, payload)
-            if stored:
-                _alert(payments, contradicted, intent)
-            return _answer(metrics, result if stored else "duplicate")
+    if not todo:  # the connection is back in the pool: a batch needs one of its own
+        result = "mismatch" if contradicted else "ignored"
+        stored = await _record(core_state(request).webhook_records, db, Delivery(
+            event_id, event_type, intent.get("id"), result, raw.decode()), payload)
+        if stored:
+            _alert(payments, contradicted, intent)
+        return _answer(metrics, result if stored else "duplicate")
+    async with db.connection() as conn:
         if len(todo) == 1:  # nearly always: one statement, one round trip
             operation_id, outcome, recorded = todo[0]
             applied = await payments.apply_webhook(
@@ -169,6 +171,20 @@ async def _record_and_apply_all(payments: Payments, conn: Any, q: dict[str, str]
             return []
         return [(await payments.apply(operation_id, outcome, "webhook", conn=conn), recorded)
                 for operation_id, outcome, recorded in todo]
+
+
+async def _record(batcher: WebhookRecords | None, db: Database, delivery: Delivery,
+                  payload: Any) -> bool:
+    """Record a delivery that changes nothing, with the shard's others when a batcher
+    runs; whether it was stored (False: a duplicate)."""
+    if batcher is not None:
+        stored = await batcher.record(db, delivery)
+        if stored is not None:
+            return stored
+    async with db.connection() as conn:  # alone (no batcher, or its batch failed)
+        return bool(await conn.fetchval(
+            queries("payments")["record_webhook"], delivery.event_id, delivery.event_type,
+            delivery.intent_id, delivery.outcome, payload))
 
 
 def _alert(payments: Payments, contradicted: list[tuple[uuid.UUID, str, str]],

@@ -49,6 +49,26 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (provider_event_id) DO NOTHING
 RETURNING provider_event_id;
 
+-- name: record_webhooks
+-- core/webhook_batch.py: record-only deliveries in one statement, inserted in event-id
+-- order (two batches never wait on each other's keys in a cycle); one row per element,
+-- i from 1 in the order sent, stored false for a duplicate.
+WITH given AS (
+    SELECT g.provider_event_id, g.event_type, g.provider_ref, g.outcome, g.payload::jsonb,
+           g.i::integer AS i
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+         WITH ORDINALITY AS g(provider_event_id, event_type, provider_ref, outcome, payload, i)
+), stored AS (
+    INSERT INTO webhook_events (provider_event_id, event_type, provider_ref, outcome, payload)
+    SELECT provider_event_id, event_type, provider_ref, outcome, payload FROM given
+    ORDER BY provider_event_id
+    ON CONFLICT (provider_event_id) DO NOTHING
+    RETURNING provider_event_id
+)
+SELECT g.i, s.provider_event_id IS NOT NULL AS stored
+FROM given g LEFT JOIN stored s USING (provider_event_id)
+ORDER BY g.i;
+
 -- name: record_and_apply
 -- A delivery that changes one operation, in one statement (its own transaction, one
 -- round trip): the record first, so a concurrent duplicate waits on its key and then

@@ -39,3 +39,20 @@ def test_a_success_is_the_objects_json() -> None:
     assert answer.status_code == 200
     assert answer.body == {"id": "pi_1", "object": "payment_intent",
                            "status": "requires_capture", "metadata": {"operation_id": "x"}}
+
+
+def test_a_success_with_its_response_is_the_responses_own_json() -> None:
+    """The body the SDK parsed from the wire, with its status, not the object walked
+    back into dicts: the same document."""
+    import json
+
+    from stripe._stripe_response import StripeResponse
+
+    doc = {"id": "pi_2", "object": "payment_intent", "status": "succeeded",
+           "latest_charge": {"id": "ch_1", "object": "charge"}, "metadata": {"a": "b"}}
+    response = StripeResponse(json.dumps(doc), 200, {})
+    intent = stripe.PaymentIntent.construct_from(doc, "sk_test", last_response=response)
+    answer = answer_from_object(intent)
+    assert (answer.status_code, answer.body) == (200, doc)
+    assert answer.body is response.data
+    assert answer.body == intent.to_dict()
