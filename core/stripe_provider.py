@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import stripe
@@ -85,6 +86,23 @@ class StripeProvider:
             return self._refused()
         return answer_from_object(obj)
 
+    async def _post(self, path: str, params: dict[str, Any], options: Any) -> ProviderAnswer:
+        """A POST through the SDK's raw request: the same requestor, retries, errors and
+        headers, and the answer's parsed JSON as it came, without building a
+        ``StripeObject`` from it that nothing reads (issue 29: 7 % of core's CPU in
+        the checkout bench)."""
+        try:
+            response = await self.client.raw_request_async("post", path, **params, **options)
+        except stripe.StripeError as exc:
+            if _marked(exc.headers) and not self.allow_simulator:
+                return self._refused()
+            return answer_from_error(exc)
+        if _marked(response.headers) and not self.allow_simulator:
+            return self._refused()
+        if not isinstance(response.data, dict):
+            return ProviderAnswer(None, None, "unreadable success body")
+        return ProviderAnswer(int(response.code), response.data)
+
     def _refused(self) -> ProviderAnswer:
         if not self._warned:
             self._warned = True
@@ -100,19 +118,20 @@ class StripeProvider:
         # idempotent replay's parameters cannot differ.
         metadata = {"order_id": str(order_id), "operation_id": str(operation_id),
                     **_trace(logs.current())}
-        return await self._call(self.client.v1.payment_intents.create_async(
-            params={"amount": amount_minor, "currency": currency.lower(),
-                    "payment_method": payment_method, "capture_method": "manual",
-                    "confirm": True, "return_url": return_url, "metadata": metadata},
-            options=_options(str(operation_id))))
+        return await self._post(
+            "/v1/payment_intents",
+            {"amount": amount_minor, "currency": currency.lower(),
+             "payment_method": payment_method, "capture_method": "manual",
+             "confirm": True, "return_url": return_url, "metadata": metadata},
+            _options(str(operation_id)))
 
     async def capture(self, operation_id: uuid.UUID, intent_id: str) -> ProviderAnswer:
-        return await self._call(self.client.v1.payment_intents.capture_async(
-            intent_id, options=_options(str(operation_id))))
+        return await self._post(f"/v1/payment_intents/{quote(intent_id, safe='')}/capture",
+                                {}, _options(str(operation_id)))
 
     async def cancel(self, operation_id: uuid.UUID, intent_id: str) -> ProviderAnswer:
-        return await self._call(self.client.v1.payment_intents.cancel_async(
-            intent_id, options=_options(str(operation_id))))
+        return await self._post(f"/v1/payment_intents/{quote(intent_id, safe='')}/cancel",
+                                {}, _options(str(operation_id)))
 
     async def retrieve(self, intent_id: str) -> ProviderAnswer:
         return await self._call(self.client.v1.payment_intents.retrieve_async(
