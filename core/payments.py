@@ -16,6 +16,7 @@ import signal
 import uuid
 from typing import Any
 
+from onsale.core.capture_batch import CaptureRecords
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import (
     AUTHORIZE,
@@ -46,11 +47,12 @@ def crash_point(settings: Settings, name: str) -> None:
 
 class Payments:
     def __init__(self, db: Database, client: StripeProvider, settings: Settings,
-                 metrics: Metrics) -> None:
+                 metrics: Metrics, captures: CaptureRecords | None = None) -> None:
         self.db = db
         self.client = client
         self.settings = settings
         self.metrics = metrics
+        self.captures = captures  # None: every capture answer applied alone
         self._background: set[asyncio.Task[None]] = set()
 
     def on(self, db: Database, metrics: Metrics | None = None) -> Payments:
@@ -91,8 +93,14 @@ class Payments:
         return doc
 
     async def apply(self, operation_id: uuid.UUID, outcome: Outcome, source: str,
-                    conn: Any | None = None) -> dict[str, Any]:
-        """Record one answer; returns the order's state and any follow-up to send."""
+                    conn: Any | None = None, *, capture: bool = False) -> dict[str, Any]:
+        """Record one answer; returns the order's state and any follow-up to send.
+        ``capture``: a capture's answer, applied with the shard's others when a batcher
+        runs (core/capture_batch.py)."""
+        if capture and conn is None and self.captures is not None:
+            result = await self.captures.apply(self.db, operation_id, outcome, source)
+            if result is not None:
+                return self._applied(operation_id, outcome, source, result)
         args = (operation_id, outcome.outcome, outcome.provider_ref, outcome.failure_code,
                 outcome.next_action, source, self.settings.payment_retry_seconds)
         if conn is not None:
@@ -156,7 +164,7 @@ class Payments:
             kind = VOID
             answer = await self.client.cancel(operation_id, intent_id)
         outcome = self.judge(operation_id, kind, answer, recorded.for_intent(intent_id), source)
-        return await self.apply(operation_id, outcome, source)
+        return await self.apply(operation_id, outcome, source, capture=kind == CAPTURE)
 
     def follow_up_soon(self, result: dict[str, Any], recorded: Recorded) -> None:
         """Follow up without holding the caller (a webhook answer must be quick).

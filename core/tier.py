@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from starlette.routing import BaseRoute
 
 from onsale.core import accounts, checkout, events, ga_routes, holds, ticket_routes, webhooks
+from onsale.core.capture_batch import CaptureRecords
 from onsale.core.ga_batch import GABatcher
 from onsale.core.health import run_health_reporter
 from onsale.core.metrics import Metrics
@@ -52,7 +53,8 @@ def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Paymen
         return None
     client = StripeProvider(settings.stripe_api_base, settings.stripe_secret_key,
                             settings.stripe_timeout, allow_simulator=settings.allow_simulator)
-    return Payments(db, client, settings, metrics)
+    return Payments(db, client, settings, metrics,
+                    CaptureRecords(db, settings.payment_retry_seconds))
 
 
 @contextlib.asynccontextmanager

@@ -5,6 +5,21 @@ FROM onsale_checkout_begin($1, $2, $3, $4, $5, $6, $7, $8);
 -- name: apply
 SELECT onsale_payment_apply($1, $2, $3, $4, $5, $6, $7) AS result;
 
+-- name: apply_batch
+-- core/capture_batch.py: capture answers of several operations in one transaction, each
+-- applied in operation-id order (the order and operation locks of each, in one order
+-- for every batch); one row per element, i from 1 in the order sent.
+SELECT x.i, x.result
+FROM (SELECT g.i, onsale_payment_apply(g.op, g.outcome, g.ref, g.failure, g.next_action::jsonb,
+                                       g.source, $7) AS result
+      FROM (SELECT u.op, u.outcome, u.ref, u.failure, u.next_action, u.source,
+                   u.i::integer AS i
+            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                        $6::text[]) WITH ORDINALITY AS u(op, outcome, ref, failure,
+                                                        next_action, source, i)
+            ORDER BY u.op OFFSET 0) AS g) AS x
+ORDER BY x.i;
+
 -- name: abandon
 SELECT onsale_payment_abandon($1, $2) AS void_id;
 
