@@ -105,8 +105,10 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "core/payment_state.py": ("tests/unit/test_state_enums.py", f"{IT}/test_state_enums.py"),
     "core/ga_quota.py": ("tests/unit/test_ga_rules.py", "tests/unit/test_ga_quota_loop.py",
                          f"{IT}/test_ga_holds.py"),
-    "core/ga_batch.py": ("tests/unit/test_ga_batch_take.py", "tests/unit/test_ga_batch_lanes.py",
-                         f"{IT}/test_ga_batch.py"),
+    "core/hold_batch.py": ("tests/unit/test_ga_batch_take.py",
+                           "tests/unit/test_ga_batch_lanes.py", f"{IT}/test_ga_batch.py",
+                           f"{IT}/test_seat_batch.py"),
+    f"{FUNCTIONS}/onsale_hold_batch.sql": (f"{IT}/test_seat_batch.py", *_HOLDS[:2]),
 }
 
 # A state literal and the neighbour it is swapped for (a plausible slip).
