@@ -16,7 +16,8 @@ import json
 import uuid
 from typing import Any
 
-from onsale.core.hold_batch import HoldBatcher, _Request
+from onsale.core.hold_batch import BatchMetrics, HoldBatcher, _Request
+from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import Outcome
 from onsale.core.queries import queries
 from onsale.kernel.db import Database
@@ -27,9 +28,12 @@ class CaptureRecords(HoldBatcher[int, tuple[Outcome, str]]):
 
     name = "Capture record"
 
-    def __init__(self, db: Database, retry_seconds: int, *, max_batch: int = 64,
-                 inflight: int = 1) -> None:
-        super().__init__(db, None, max_batch=max_batch, inflight=inflight)
+    def __init__(self, db: Database, retry_seconds: int, metrics: Metrics | None = None, *,
+                 max_batch: int = 64, inflight: int = 1) -> None:
+        counters = None if metrics is None else BatchMetrics(
+            metrics.capture_batch_size, metrics.capture_batch_failures,
+            metrics.deadlock_retries)
+        super().__init__(db, counters, max_batch=max_batch, inflight=inflight)
         self.retry_seconds = retry_seconds
         self.statement = queries("payments")["apply_batch"]
 

@@ -202,4 +202,3 @@ async def create_batched_hold(
                 record(metrics, started, problem.code)
             raise
     return answered(metrics, row, started)
-

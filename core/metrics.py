@@ -163,6 +163,25 @@ class Metrics:
             "database error that is not an outage (each request then ran alone), by SQLSTATE",
             ["sqlstate"], registry=r,
         )
+        self.webhook_batch_size = Histogram(
+            "onsale_webhook_batch_size", "Record-only webhook deliveries of one shard "
+            "recorded in one statement (core/webhook_batch.py)",
+            buckets=(1, 2, 4, 8, 16, 32, 64), registry=r,
+        )
+        self.webhook_batch_failures = Counter(
+            "onsale_webhook_batch_failures_total", "Webhook record batches that failed with "
+            "a database error that is not an outage (each delivery then recorded alone)",
+            ["sqlstate"], registry=r,
+        )
+        self.capture_batch_size = Histogram(
+            "onsale_capture_batch_size", "Capture answers applied in one transaction "
+            "(core/capture_batch.py)", buckets=(1, 2, 4, 8, 16, 32, 64), registry=r,
+        )
+        self.capture_batch_failures = Counter(
+            "onsale_capture_batch_failures_total", "Capture batches that failed with a "
+            "database error that is not an outage (each answer then applied alone)",
+            ["sqlstate"], registry=r,
+        )
         self.ga_rebalance_errors = Counter(
             "onsale_ga_rebalance_errors_total", "GA quota plane passes that failed",
             ["shard"], registry=r,

@@ -54,7 +54,7 @@ def build_payments(db: Database, settings: Settings, metrics: Metrics) -> Paymen
     client = StripeProvider(settings.stripe_api_base, settings.stripe_secret_key,
                             settings.stripe_timeout, allow_simulator=settings.allow_simulator)
     return Payments(db, client, settings, metrics,
-                    CaptureRecords(db, settings.payment_retry_seconds))
+                    CaptureRecords(db, settings.payment_retry_seconds, metrics))
 
 
 @contextlib.asynccontextmanager
@@ -105,7 +105,7 @@ async def running_core(shared: Shared, metrics: Metrics, admission: Admission, *
             seat_batcher=SeatBatcher(db, metrics, max_batch=settings.seat_batch_max,
                                      inflight=settings.seat_batch_inflight)
             if api and settings.seat_batch_max > 1 else None,
-            webhook_records=WebhookRecords(db) if api else None,
+            webhook_records=WebhookRecords(db, metrics) if api else None,
             venues=venues, background_pool=background_pool)
         tasks: list[asyncio.Task[None]] = []
         stack.push_async_callback(stop_background, tasks)

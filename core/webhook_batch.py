@@ -17,7 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from onsale.core.hold_batch import HoldBatcher, _Request
+from onsale.core.hold_batch import BatchMetrics, HoldBatcher, _Request
+from onsale.core.metrics import Metrics
 from onsale.core.queries import queries
 from onsale.kernel.db import Database
 
@@ -40,8 +41,12 @@ class WebhookRecords(HoldBatcher[int, Delivery]):
 
     name = "Webhook record"
 
-    def __init__(self, db: Database, *, max_batch: int = 64, inflight: int = 1) -> None:
-        super().__init__(db, None, max_batch=max_batch, inflight=inflight)
+    def __init__(self, db: Database, metrics: Metrics | None = None, *, max_batch: int = 64,
+                 inflight: int = 1) -> None:
+        counters = None if metrics is None else BatchMetrics(
+            metrics.webhook_batch_size, metrics.webhook_batch_failures,
+            metrics.deadlock_retries)
+        super().__init__(db, counters, max_batch=max_batch, inflight=inflight)
         self.statement = queries("payments")["record_webhooks"]
 
     def arguments(self, lane: int, batch: list[_Request[Delivery]]) -> tuple[Any, ...]:

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from onsale.core.capture_batch import CaptureRecords
+from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import Outcome
 from onsale.kernel.db import Database, create_pool
 from tests.conftest import Api, audit_clean, make_settings
@@ -45,7 +46,8 @@ async def test_capture_answers_that_arrive_together_share_a_transaction(
                                    "p.parent_operation_id WHERE p.operation_id = $1", c)
             for c in captures}
     db = await _database(db_url)
-    records = CaptureRecords(db, 30, max_batch=64, inflight=1)
+    metrics = Metrics()
+    records = CaptureRecords(db, 30, metrics, max_batch=64, inflight=1)
     try:
         results = await asyncio.gather(*(
             records.apply(db, c, Outcome("CAPTURED", refs[c]), "response") for c in captures))
@@ -54,6 +56,8 @@ async def test_capture_answers_that_arrive_together_share_a_transaction(
     assert all(r is not None and r["payment_status"] == "CAPTURED" and r["applied"]
                for r in results), results
     assert records.batches < records.elements
+    assert sum(s.value for m in metrics.capture_batch_size.collect() for s in m.samples
+               if s.name.endswith("_count")) == records.batches
     rows = await conn.fetch("SELECT status, xmin::text AS x FROM payment_operations "
                             "WHERE operation_id = ANY($1)", captures)
     assert {r["status"] for r in rows} == {"SUCCEEDED"}

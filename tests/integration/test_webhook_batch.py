@@ -10,6 +10,7 @@ import json
 import uuid
 from typing import Any
 
+from onsale.core.metrics import Metrics
 from onsale.core.webhook_batch import Delivery, WebhookRecords
 from onsale.kernel.db import Database, create_pool
 from tests.conftest import make_settings
@@ -53,7 +54,8 @@ async def test_deliveries_that_arrive_together_share_a_transaction(
 
 async def test_a_failed_batch_says_none_for_each(conn: Any, db_url: str) -> None:
     db = await _database(db_url)
-    records = WebhookRecords(db, max_batch=8, inflight=1)
+    metrics = Metrics()
+    records = WebhookRecords(db, metrics, max_batch=8, inflight=1)
     records.statement = ("SELECT 1 / 0 AS i, $1::text[], $2::text[], $3::text[], "
                          "$4::text[], $5::text[]")
     try:
@@ -62,5 +64,6 @@ async def test_a_failed_batch_says_none_for_each(conn: Any, db_url: str) -> None
     finally:
         await db.pool.close()
     assert answers == [None, None, None]  # the caller records each alone
+    assert metrics.webhook_batch_failures.labels(sqlstate="22012")._value.get() >= 1
     assert await conn.fetchval("SELECT count(*) FROM webhook_events "
                                "WHERE provider_event_id LIKE 'evt\\_%\\_x'") == 0
