@@ -45,6 +45,7 @@ from onsale.kernel.responses import JSONResponse, NoStoreJSON
 from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
+MAX_NAMED_EVENTS = 4096  # events whose cookie names a process keeps (the quick poll)
 PAUSED_STATES = ("paused", "unhealthy")
 
 
@@ -371,12 +372,6 @@ async def poll(request: Request) -> Response:
                          live=False)
 
 
-@functools.lru_cache(maxsize=4096)
-def _cookie_names(session: str, event_id: int, prefix: str) -> tuple[bytes, bytes]:
-    """The session cookie's and the event's ticket cookie's names, as header bytes."""
-    return session.encode("latin-1"), ticket_cookie(event_id, prefix).encode("latin-1")
-
-
 def quick_poll(scope: Scope) -> Response | None:
     """``poll``'s answer to a visitor who waits, from the raw scope (the fast lane's
     ``Quick``): the two cookies read from the raw ``Cookie`` header, no Starlette
@@ -401,8 +396,15 @@ def quick_poll(scope: Scope) -> Response | None:
             cookie = value
         elif name == b"queue-ticket" and header is None:
             header = value.decode("latin-1")
-    session, ticket_token = raw_cookies(cookie, _cookie_names(
-        sessions.cookie_name, event_id, settings_cookie_policy(edge.settings).prefix))
+    names = edge.cookie_names.get(event_id)
+    if names is None:
+        if len(edge.cookie_names) >= MAX_NAMED_EVENTS:
+            edge.cookie_names.clear()
+        names = edge.cookie_names[event_id] = (
+            sessions.cookie_name.encode("latin-1"),
+            ticket_cookie(event_id, settings_cookie_policy(edge.settings).prefix)
+            .encode("latin-1"))
+    session, ticket_token = raw_cookies(cookie, names)
     ref = sessions.codec.decode(session) if session else None
     if ref is None:
         return None

@@ -62,6 +62,8 @@ class Edge:
     # are read where the inventory is; None: the directory's database alone.
     shards: ShardSet | None = None
     metrics: EdgeMetrics | None = None  # edge/metrics.py; None: not counted (a test's)
+    # The session and ticket cookies' names per event, as header bytes (the quick poll's)
+    cookie_names: dict[int, tuple[bytes, bytes]] = field(default_factory=dict)
 
     @property
     def longest_poll(self) -> int:

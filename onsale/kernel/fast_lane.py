@@ -34,6 +34,7 @@ from onsale.kernel.http_metrics import UNMATCHED, HttpMetrics
 from onsale.kernel.logs import REQUEST_ID, request_id_from
 from onsale.kernel.ops_listener import TAG, refused
 from onsale.kernel.problems import Problem, ProblemResponse
+from onsale.kernel.responses import NoStoreJSON
 from onsale.kernel.security import SecurityPolicy
 
 log = logging.getLogger("onsale.http")
@@ -172,7 +173,10 @@ class App(Starlette):
                 response = await route.endpoint(request)
             except Exception as exc:
                 response = await self._handled(request, exc)
-        policy.add_headers(response.raw_headers)
+        if type(response) is NoStoreJSON:  # its headers are known: none of the policy's
+            response.raw_headers.extend(policy.always)
+        else:
+            policy.add_headers(response.raw_headers)
         response.raw_headers.append((b"x-request-id", rid.encode()))
         await response(scope, receive, send)
         return response.status_code
