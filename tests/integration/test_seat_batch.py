@@ -454,3 +454,61 @@ async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_5
     assert batcher.elements == 2
     assert await conn.fetchval("SELECT count(*) FROM holds WHERE event_id = $1", event_id) == 0
     await audit_clean(conn)
+
+
+async def test_the_limit_counts_this_accounts_live_paying_and_sold_holds_only(
+        api: Api, conn: Any) -> None:
+    """The batch's ticket limit counts the account's holds in payment, sold, and held
+    within their deadline: not an expired or released one, not another account's."""
+    event_id = await api.create_event(seats=30, max_tickets_per_account=10)
+    a, b = await _accounts(conn, 2)
+    made = [(await _batch(conn, event_id, [a], [[n]]))[0]["body"]["hold_id"]
+            for n in (1, 2, 3, 4, 5)]
+    paying, sold, _live, expired, released = (uuid.UUID(h) for h in made)
+    for hold_id in (paying, sold):
+        begun = await conn.fetchrow(
+            "SELECT operation_id FROM onsale_checkout_begin($1, $2, $3, 'd', "
+            "'pm_card_visa', 600, 0, 30)", hold_id, a, uuid.uuid4().hex)
+        if hold_id == sold:
+            await conn.fetchval(
+                "SELECT onsale_payment_apply($1, 'AUTHORIZED', $2, NULL, NULL, 'test', 30)",
+                begun["operation_id"], f"pi_{uuid.uuid4().hex[:12]}")
+    await conn.execute("UPDATE holds SET expires_at = now() - interval '1 s' "
+                       "WHERE hold_id = $1", expired)
+    await conn.execute("UPDATE seat_inventory si SET hold_expires_at = h.expires_at "
+                       "FROM holds h WHERE h.hold_id = si.hold_id AND h.hold_id = $1", expired)
+    await conn.execute("SELECT onsale_release($1, $2)", released, a)
+    assert [r["status"] for r in await conn.fetch(
+        "SELECT status FROM holds WHERE hold_id = ANY($1) ORDER BY seat_ids[1]", made)] == [
+        "PAYMENT_PENDING", "CONFIRMED", "HELD", "HELD", "RELEASED"]
+    assert (await _batch(conn, event_id, [b], [[6, 7]]))[0]["status_code"] == 201  # b's own
+    await conn.execute("UPDATE events SET max_tickets_per_account = 4 WHERE event_id = $1",
+                       event_id)
+    (first,) = await _batch(conn, event_id, [a], [[10]])  # owns 3: paying, sold, live
+    assert first["status_code"] == 201, first
+    (second,) = await _batch(conn, event_id, [a], [[11]])
+    assert second["body"] == {"code": "ticket_limit_exceeded", "limit": 4, "owned": 4,
+                              "requested": 1}
+    await audit_clean(conn)
+
+
+async def test_a_key_is_one_accounts_another_account_with_it_is_not_replayed(
+        api: Api, conn: Any) -> None:
+    """Two accounts sending the same key and the same request each get their own answer:
+    on the fail-fast path (the seat is the first one's) and under the locks (the first
+    one released it)."""
+    event_id = await api.create_event(seats=30)
+    a, b = await _accounts(conn, 2)
+    (taken,) = await _batch(conn, event_id, [a], [[20]], keys=["shared"])
+    (lost,) = await _batch(conn, event_id, [b], [[20]], keys=["shared"])
+    assert (lost["status_code"], lost["replayed"]) == (409, False)
+    assert lost["body"] == {"code": "seats_unavailable", "unavailable_seat_ids": [20]}
+    (first,) = await _batch(conn, event_id, [a], [[22]], keys=["shared2"])
+    await conn.execute("SELECT onsale_release($1, $2)", uuid.UUID(first["body"]["hold_id"]), a)
+    (mine,) = await _batch(conn, event_id, [b], [[22]], keys=["shared2"])
+    assert (mine["status_code"], mine["replayed"]) == (201, False)
+    assert mine["body"]["hold_id"] != first["body"]["hold_id"]
+    assert await conn.fetchval("SELECT account_id FROM holds WHERE hold_id = $1",
+                               uuid.UUID(mine["body"]["hold_id"])) == b
+    assert taken["status_code"] == 201
+    await audit_clean(conn)
