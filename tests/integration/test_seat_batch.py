@@ -459,12 +459,13 @@ async def test_a_batch_cut_by_the_statement_timeout_writes_nothing_and_answers_5
 async def test_the_limit_counts_this_accounts_live_paying_and_sold_holds_only(
         api: Api, conn: Any) -> None:
     """The batch's ticket limit counts the account's holds in payment, sold, and held
-    within their deadline: not an expired or released one, not another account's."""
+    within their deadline: not an expired (two here, outnumbering the one in payment)
+    or released one, not another account's."""
     event_id = await api.create_event(seats=30, max_tickets_per_account=10)
     a, b = await _accounts(conn, 2)
     made = [(await _batch(conn, event_id, [a], [[n]]))[0]["body"]["hold_id"]
-            for n in (1, 2, 3, 4, 5)]
-    paying, sold, _live, expired, released = (uuid.UUID(h) for h in made)
+            for n in (1, 2, 3, 4, 5, 8)]
+    paying, sold, _live, expired, released, expired_too = (uuid.UUID(h) for h in made)
     for hold_id in (paying, sold):
         begun = await conn.fetchrow(
             "SELECT operation_id FROM onsale_checkout_begin($1, $2, $3, 'd', "
@@ -474,13 +475,14 @@ async def test_the_limit_counts_this_accounts_live_paying_and_sold_holds_only(
                 "SELECT onsale_payment_apply($1, 'AUTHORIZED', $2, NULL, NULL, 'test', 30)",
                 begun["operation_id"], f"pi_{uuid.uuid4().hex[:12]}")
     await conn.execute("UPDATE holds SET expires_at = now() - interval '1 s' "
-                       "WHERE hold_id = $1", expired)
+                       "WHERE hold_id = ANY($1)", [expired, expired_too])
     await conn.execute("UPDATE seat_inventory si SET hold_expires_at = h.expires_at "
-                       "FROM holds h WHERE h.hold_id = si.hold_id AND h.hold_id = $1", expired)
+                       "FROM holds h WHERE h.hold_id = si.hold_id AND h.hold_id = ANY($1)",
+                       [expired, expired_too])
     await conn.execute("SELECT onsale_release($1, $2)", released, a)
     assert [r["status"] for r in await conn.fetch(
         "SELECT status FROM holds WHERE hold_id = ANY($1) ORDER BY seat_ids[1]", made)] == [
-        "PAYMENT_PENDING", "CONFIRMED", "HELD", "HELD", "RELEASED"]
+        "PAYMENT_PENDING", "CONFIRMED", "HELD", "HELD", "RELEASED", "HELD"]
     assert (await _batch(conn, event_id, [b], [[6, 7]]))[0]["status_code"] == 201  # b's own
     await conn.execute("UPDATE events SET max_tickets_per_account = 4 WHERE event_id = $1",
                        event_id)
