@@ -23,7 +23,7 @@ from onsale.core.order_list import list_orders
 from onsale.core.payment_state import OperationStatus
 from onsale.core.payments import crash_point
 from onsale.core.queries import queries
-from onsale.core.read_model import order_document, ticket_keys
+from onsale.core.read_model import checkout_order_json, order_document, ticket_keys
 from onsale.core.state import core_state
 from onsale.kernel.auth import current_account
 from onsale.kernel.bodies import convert, read_body
@@ -93,10 +93,14 @@ async def post_checkout(request: Request) -> Response:
     crash_point(settings, "after_checkout_commit")
     # A new checkout authorizes now; a replay of one whose answer never came
     # re-sends the same operation (same idempotency key: never a second charge).
+    body = None
     if status in (OperationStatus.PENDING, OperationStatus.UNKNOWN):
-        await payments.authorize(begun["operation_id"], begun["order_id"],
-                                 begun["amount_minor"], begun["currency"], payment_method)
-    body = await read_order(request, db, begun["order_id"], account)
+        result = await payments.authorize(begun["operation_id"], begun["order_id"],
+                                          begun["amount_minor"], begun["currency"],
+                                          payment_method)
+        body = checkout_order_json(result)  # the order as the sale left it
+    if body is None:
+        body = await read_order(request, db, begun["order_id"], account)
     core_state(request).metrics.checkout_latency.observe(time.perf_counter() - started)
     headers = {"Location": f"/api/orders/{body['order_id']}"}
     if begun["replayed"]:

@@ -8,6 +8,7 @@ open while the provider is called.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -17,6 +18,7 @@ import uuid
 from typing import Any
 
 from onsale.core.capture_batch import CaptureRecords
+from onsale.core.in_flight import InFlight
 from onsale.core.metrics import Metrics
 from onsale.core.payment_rules import (
     AUTHORIZE,
@@ -54,6 +56,7 @@ class Payments:
         self.metrics = metrics
         self.captures = captures  # None: every capture answer applied alone
         self._background: set[asyncio.Task[None]] = set()
+        self.in_flight = InFlight()  # shared by every shard's view (``on``), as the above
 
     def on(self, db: Database, metrics: Metrics | None = None) -> Payments:
         """This driver on another shard's database: the same provider client, settings
@@ -124,15 +127,17 @@ class Payments:
 
     async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
                         currency: str, payment_method: str) -> dict[str, Any]:
-        answer = await self.client.authorize(
-            operation_id, order_id, amount_minor, currency, payment_method,
-            f"{self.settings.public_url}/orders/{order_id}")
-        crash_point(self.settings, "after_authorize_sent")
-        # The intent must be for what this operation asked: its amount, its currency, and
-        # (metadata) this operation; the database checks the id against a recorded one.
-        recorded = Recorded(amount_minor, currency, None, str(operation_id))
-        outcome = self.judge(operation_id, AUTHORIZE, answer, recorded, "response")
-        result = await self.apply(operation_id, outcome, "response")
+        with self.in_flight.sending(operation_id):  # a webhook about it waits for the apply
+            answer = await self.client.authorize(
+                operation_id, order_id, amount_minor, currency, payment_method,
+                f"{self.settings.public_url}/orders/{order_id}")
+            crash_point(self.settings, "after_authorize_sent")
+            # The intent must be for what this operation asked: its amount, its currency,
+            # and (metadata) this operation; the database checks the id against a
+            # recorded one.
+            recorded = Recorded(amount_minor, currency, None, str(operation_id))
+            outcome = self.judge(operation_id, AUTHORIZE, answer, recorded, "response")
+            result = await self.apply(operation_id, outcome, "response")
         # The sale has committed: the shopper's answer does not wait for the capture
         # ("sold, capture pending"; the order page follows it). It is sent from here at
         # once, and if this process dies first, the reconciler sends it.
@@ -157,14 +162,18 @@ class Payments:
         ``recorded``: the operation's amount and currency, ``intent_id`` its intent."""
         if intent_id is None:
             return None  # nothing known to act on; the reconciler looks it up
-        if kind == CAPTURE:
-            answer = await self.client.capture(operation_id, intent_id)
-            crash_point(self.settings, "after_capture_sent")
-        else:
-            kind = VOID
-            answer = await self.client.cancel(operation_id, intent_id)
-        outcome = self.judge(operation_id, kind, answer, recorded.for_intent(intent_id), source)
-        return await self.apply(operation_id, outcome, source, capture=kind == CAPTURE)
+        authorization = recorded.authorization_id
+        with (self.in_flight.sending(uuid.UUID(authorization)) if authorization is not None
+              else contextlib.nullcontext()):
+            if kind == CAPTURE:
+                answer = await self.client.capture(operation_id, intent_id)
+                crash_point(self.settings, "after_capture_sent")
+            else:
+                kind = VOID
+                answer = await self.client.cancel(operation_id, intent_id)
+            outcome = self.judge(operation_id, kind, answer, recorded.for_intent(intent_id),
+                                 source)
+            return await self.apply(operation_id, outcome, source, capture=kind == CAPTURE)
 
     def follow_up_soon(self, result: dict[str, Any], recorded: Recorded) -> None:
         """Follow up without holding the caller (a webhook answer must be quick).

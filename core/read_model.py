@@ -135,6 +135,36 @@ def order_json(row: Any, keys: KeyRing) -> dict[str, Any]:
     }
 
 
+def checkout_order_json(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The order document, as ``order_json`` would read it, built from the result of
+    the apply that recorded a checkout's authorization (``onsale_payment_apply``'s
+    ``order``): no read after the checkout. None when only a read can say: the apply
+    did not change the order (another answer got there first, and a capture or tickets
+    may have followed), or the order waits for a next action (3-D Secure)."""
+    order = result.get("order")
+    if (order is None or not result.get("applied") or result.get("mismatch")
+            or result["payment_status"] == "REQUIRES_ACTION"):
+        return None
+    return {
+        "order_id": str(result["order_id"]),
+        "hold_id": str(order["hold_id"]),
+        "event_id": order["event_id"],
+        "order_status": result["order_status"],
+        "payment_status": result["payment_status"],
+        "next_action": None,
+        "amount_minor": order["amount_minor"],
+        "currency": order["currency"],
+        "seats": order["seats"],
+        **({"ga": order["ga"]} if order["ga"] is not None else {}),
+        "tickets": [],
+        "cancel_reason": order["cancel_reason"],
+        "hold_expires_at": order["hold_expires_at"],
+        "payment_deadline": order["payment_deadline"],
+        "created_at": order["created_at"],
+        "updated_at": order["updated_at"],
+    }
+
+
 # ---- events -----------------------------------------------------------------
 
 

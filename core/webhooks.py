@@ -112,6 +112,9 @@ async def receive_payment_webhook(request: Request) -> Response:
     db = webhook_shard(request, authorize_id)
     payments = payments.on(db)
     payload = json.loads(raw)
+    # An answer this process is applying right now (the event overtook the API's
+    # response, core/in_flight.py): wait for it, then this delivery is only recorded.
+    await payments.in_flight.settled(authorize_id)
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,
         # without locks, and only record those (with others: core/webhook_batch.py).

@@ -454,6 +454,36 @@ async def test_duplicate_delayed_and_reordered_webhooks_converge_once(
     await audit_clean(db)
 
 
+async def test_a_webhook_that_overtakes_the_response_waits_and_is_only_recorded(
+        stack: Stack, db: Any) -> None:
+    """The provider sends the authorization's event before its answer (the answer held
+    800 ms after the intent was decided): the delivery waits for the checkout's own
+    apply (core/in_flight.py) and then only records the event. One apply sells."""
+    event_id = await new_event(stack)
+    await stack.set_faults(rules=[{"op": "authorize", "fault": "timeout", "ms": 800,
+                                   "count": 1}])
+    async with stack.client(await new_account(db)) as c:
+        hold_id = await held(c, event_id, [21])
+        r = await checkout(c, hold_id, APPROVE)
+        assert r.status_code == 201, r.text
+        body = await settle(c, r.json(), ("CONFIRMED", "CAPTURED"))
+
+        async def recorded() -> Any:
+            rows = await db.fetch(
+                "SELECT w.event_type, w.outcome FROM webhook_events w "
+                "WHERE w.payload -> 'data' -> 'object' -> 'metadata' ->> 'order_id' = $1",
+                body["order_id"])
+            kinds = {row["event_type"]: row["outcome"] for row in rows}
+            return kinds if "payment_intent.amount_capturable_updated" in kinds else None
+        kinds = await eventually(recorded)
+    assert kinds["payment_intent.amount_capturable_updated"] == "ignored"
+    sold = await db.fetch("SELECT detail ->> 'source' AS source FROM payment_events "
+                          "WHERE order_id = $1 AND action = 'authorize:authorized'",
+                          uuid.UUID(body["order_id"]))
+    assert [row["source"] for row in sold] == ["response"]
+    await audit_clean(db)
+
+
 async def test_reconciler_metrics_report_the_open_operations(
         stack: Stack, db: Any, payments: Payments) -> None:
     from onsale.core.reconciler import update_backlog

@@ -4,8 +4,9 @@
 --   AUTHORIZE: UNKNOWN, REQUIRES_ACTION, AUTHORIZED, DECLINED, NO_AUTHORIZATION
 --   CAPTURE:   UNKNOWN, CAPTURED, CAPTURE_FAILED
 --   VOID:      UNKNOWN, VOIDED, VOID_FAILED
--- Returns {applied, order_id, order_status, payment_status, follow_up} where
--- follow_up names an operation the caller must send now (CAPTURE or VOID).
+-- Returns {applied, mismatch, order_id, order_status, payment_status, follow_up,
+-- order} where follow_up names an operation the caller must send now (CAPTURE or
+-- VOID) and order (an authorization's answer only) the order's other fields.
 --
 -- State only moves forward: a definitive operation never changes again.
 --   * An authorization sells the seats in one transaction (SOLD, CONFIRMED,
@@ -343,7 +344,9 @@ BEGIN
                 jsonb_build_object('source', p_source, 'failure_code', p_failure_code,
                                    'follow_up', v_follow_kind));
     END IF;
-    SELECT o.status, o.payment_status INTO v_order FROM orders o
+    SELECT o.status, o.payment_status, o.amount_minor, o.currency, o.cancel_reason,
+           o.created_at, o.updated_at
+    INTO v_order FROM orders o
     WHERE o.order_id = v_op.order_id;
     RETURN jsonb_build_object(
         'applied', v_applied, 'mismatch', v_mismatch, 'order_id', v_op.order_id,
@@ -352,5 +355,21 @@ BEGIN
         'follow_up', CASE WHEN v_follow IS NULL THEN NULL ELSE
             jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,
                                'provider_ref', coalesce(p_provider_ref, v_op.provider_ref))
-            END);
+            END,
+        -- After an authorization's answer: the order's other fields as this
+        -- transaction left them (no next action, no ticket can exist yet when it
+        -- applied), so a checkout answers without reading the order again
+        -- (core/read_model.py checkout_order_json).
+        'order', CASE WHEN v_op.kind = 'AUTHORIZE' THEN jsonb_build_object(
+            'hold_id', v_hold.hold_id, 'event_id', v_hold.event_id,
+            'amount_minor', v_order.amount_minor, 'currency', v_order.currency,
+            'seats', v_hold.seats, 'ga', v_hold.ga, 'cancel_reason', v_order.cancel_reason,
+            'hold_expires_at', to_char(v_hold.expires_at AT TIME ZONE 'UTC',
+                                       'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'payment_deadline', to_char(v_hold.grace_until AT TIME ZONE 'UTC',
+                                        'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'created_at', to_char(v_order.created_at AT TIME ZONE 'UTC',
+                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'updated_at', to_char(v_order.updated_at AT TIME ZONE 'UTC',
+                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) END);
 END $$;
