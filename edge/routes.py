@@ -42,6 +42,7 @@ from onsale.kernel.inputs import int_path, parse_id
 from onsale.kernel.logs import REQUEST_ID
 from onsale.kernel.problems import Problem
 from onsale.kernel.responses import JSONResponse, NoStoreJSON
+from onsale.kernel.sessions import SessionRef, Sessions
 from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
@@ -380,8 +381,8 @@ def quick_poll(scope: Scope) -> Response | None:
     ticket without its place, a visitor at the front) is None before any limit is
     counted: ``poll`` answers it, with its checks in their order. The limits, the
     risk memory's poll and the "seen" mark are the same as ``poll``'s."""
-    app = scope["app"]
-    edge: Edge = app.state.edge
+    state = scope["app"].state
+    edge: Edge = state["edge"]
     event_id = parse_id(scope["path_params"]["event_id"])
     if event_id is None:
         return None
@@ -389,28 +390,20 @@ def quick_poll(scope: Scope) -> Response | None:
     status = edge.status.get(event_id)
     if config is None or status is None or config.policy == "passthrough":
         return None
-    sessions = app.state.shared.sessions
     cookie = header = None
     for name, value in scope["headers"]:
         if name == b"cookie" and cookie is None:
             cookie = value
         elif name == b"queue-ticket" and header is None:
-            header = value.decode("latin-1")
-    names = edge.cookie_names.get(event_id)
-    if names is None:
-        if len(edge.cookie_names) >= MAX_NAMED_EVENTS:
-            edge.cookie_names.clear()
-        names = edge.cookie_names[event_id] = (
-            sessions.cookie_name.encode("latin-1"),
-            ticket_cookie(event_id, settings_cookie_policy(edge.settings).prefix)
-            .encode("latin-1"))
-    session, ticket_token = raw_cookies(cookie, names)
-    ref = sessions.codec.decode(session) if session else None
-    if ref is None:
-        return None
-    token = header or ticket_token
-    ticket = edge.tickets.read(token, event_id, ref.account)
-    if ticket is None or (ticket.place == 0 and status.draw == "drawn") \
+            header = value
+    sessions = state["shared"].sessions
+    visitor = edge.visitors.get((event_id, cookie, header))
+    if visitor is None:
+        visitor = _visitor(edge, sessions, event_id, cookie, header)
+        if visitor is None:
+            return None
+    ref, signed_at, ticket, token = visitor
+    if not sessions.codec.current(signed_at) or (ticket.place == 0 and status.draw == "drawn") \
             or not _waits(config, status, ticket):
         return None
     client = scope.get("client")
@@ -423,6 +416,33 @@ def quick_poll(scope: Scope) -> Response | None:
     edge.risk_memory.polled(ref.account)
     return _waiting(edge, status, View(edge, config, ticket, Presented(ticket, token),
                                        live=False))
+
+
+def _visitor(edge: Edge, sessions: Sessions, event_id: int, cookie: bytes | None,
+             header: bytes | None) -> tuple[SessionRef, int, Ticket, str] | None:
+    """A visitor the quick poll has not seen with these headers: the session cookie
+    and the ticket (the ``Queue-Ticket`` header, else the event's cookie), both
+    checked, then remembered by the headers (``Edge.visitors``); None: not one."""
+    names = edge.cookie_names.get(event_id)
+    if names is None:
+        if len(edge.cookie_names) >= MAX_NAMED_EVENTS:
+            edge.cookie_names.clear()
+        names = edge.cookie_names[event_id] = (
+            sessions.cookie_name.encode("latin-1"),
+            ticket_cookie(event_id, settings_cookie_policy(edge.settings).prefix)
+            .encode("latin-1"))
+    session, ticket_token = raw_cookies(cookie, names)
+    checked = sessions.codec.checked(session) if session else None
+    if checked is None:
+        return None
+    ref, signed_at = checked
+    token = header.decode("latin-1") if header else ticket_token
+    ticket = edge.tickets.read(token, event_id, ref.account)
+    if ticket is None or token is None:
+        return None
+    visitor = (ref, signed_at, ticket, token)
+    edge.visitors.put((event_id, cookie, header), visitor)
+    return visitor
 
 
 async def queue(request: Request) -> Response:

@@ -24,6 +24,7 @@ from onsale.edge.tokens import AdmissionCodec, TicketCodec, admission_keys
 from onsale.kernel.config import Settings
 from onsale.kernel.db import Database
 from onsale.kernel.shards import ShardSet
+from onsale.kernel.signed import Memo
 from onsale.kernel.valkey import RedisClient
 
 # The seat map's change capture as the operators' dashboard shows it (the root
@@ -64,6 +65,11 @@ class Edge:
     metrics: EdgeMetrics | None = None  # edge/metrics.py; None: not counted (a test's)
     # The session and ticket cookies' names per event, as header bytes (the quick poll's)
     cookie_names: dict[int, tuple[bytes, bytes]] = field(default_factory=dict)
+    # The quick poll's visitors: (event, raw Cookie header, raw Queue-Ticket header) ->
+    # (session, when it was signed, ticket, ticket token), both signatures checked. A
+    # browser sends the same header with every poll: one lookup instead of reading two
+    # cookies and two memos (about 1 KiB an entry with a few cookies).
+    visitors: Memo = field(default_factory=lambda: Memo(32_768))
 
     @property
     def longest_poll(self) -> int:

@@ -30,7 +30,7 @@ from onsale.kernel.cookies import CookiePolicy, settings_cookie_policy
 from onsale.kernel.problems import Problem
 from onsale.kernel.session_cache import SessionCache, Verdict
 from onsale.kernel.session_store import SESSIONS_DOWN, Store
-from onsale.kernel.signed import Memo, Unsigner, check_age
+from onsale.kernel.signed import Memo, Unsigner, fresh
 
 if TYPE_CHECKING:
     from onsale.kernel.config import Settings
@@ -67,6 +67,12 @@ class SessionCodec:
         return self._s.dumps({"a": str(ref.account), "s": ref.session_id})
 
     def decode(self, token: str) -> SessionRef | None:
+        known = self.checked(token)
+        return known[0] if known is not None and self.current(known[1]) else None
+
+    def checked(self, token: str) -> tuple[SessionRef, int] | None:
+        """The cookie's session and when it was signed, its signature checked (once:
+        then looked up); its age is the caller's to judge, on every use (``current``)."""
         try:
             known: tuple[SessionRef, int] | None = self._memo.get(token)
             if known is None:
@@ -77,10 +83,13 @@ class SessionCodec:
                     return None
                 known = (SessionRef(uuid.UUID(data["a"]), session_id), signed_at)
                 self._memo.put(token, known)
-            check_age(known[1], self.max_age, time.time())
-            return known[0]
+            return known
         except (BadSignature, KeyError, TypeError, ValueError, AttributeError):
             return None
+
+    def current(self, signed_at: int) -> bool:
+        """A session signed at ``signed_at`` is still within ``max_age``, now."""
+        return fresh(signed_at, self.max_age, time.time())
 
 
 # ---- sessions: codec + store + cache ---------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired
@@ -73,30 +73,34 @@ class Unsigner:
         return self._load(value), signed_at
 
 
+def fresh(signed_at: int, max_age: float, now: float) -> bool:
+    """Not older than ``max_age`` and not from the future (as itsdangerous judges it)."""
+    return 0 <= now - signed_at <= max_age
+
+
 def check_age(signed_at: int, max_age: float, now: float) -> None:
-    """``SignatureExpired`` when older than ``max_age`` or from the future (as itsdangerous)."""
-    age = now - signed_at
-    if age > max_age or age < 0:
+    """``SignatureExpired`` unless ``fresh``."""
+    if not fresh(signed_at, max_age, now):
         raise SignatureExpired("signature expired or from the future")
 
 
 class Memo:
-    """Values already checked, by the exact token string: a token seen again costs a
+    """Values already checked, by the exact token (or headers): one seen again costs a
     dictionary lookup instead of a signature check. Bounded: past ``max_entries``
     the oldest entry goes first. Only for values whose validity does not change
     but by their age, which the caller checks on every use."""
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
-        self._entries: dict[str, Any] = {}
+        self._entries: dict[Hashable, Any] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, token: str) -> Any:
+    def get(self, token: Hashable) -> Any:
         return self._entries.get(token)
 
-    def put(self, token: str, value: Any) -> None:
+    def put(self, token: Hashable, value: Any) -> None:
         entries = self._entries
         if len(entries) >= self.max_entries:
             del entries[next(iter(entries))]

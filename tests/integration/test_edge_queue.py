@@ -261,3 +261,48 @@ async def test_a_waiting_visitors_poll_is_answered_from_the_raw_scope_as_poll_wo
             assert (await anon.get(url)).status_code == 401
             assert (await stranger.get("/api/events/0x1/queue")).status_code == 404
         assert taken == [False, False, False]  # each left to poll
+
+
+async def test_the_quick_poll_remembers_a_visitor_by_its_headers_and_judges_each_poll(
+        db_url: str, valkey: EmbeddedValkey, redis_client: redis.asyncio.Redis,
+        conn: Any) -> None:
+    """The quick poll remembers a visitor by the raw headers it sent (``Edge.visitors``):
+    the same headers again are one lookup, other headers are checked afresh (another's
+    ticket is not this visitor's), and the session's age is judged on every poll."""
+    import dataclasses
+
+    async with edge_api(db_url, valkey.url) as api:
+        event_id = await queue_event(api, admission_rate_min=1, admission_rate_max=1)
+        alice, bob = await new_accounts(conn, 2)
+        app = api.app
+        (route,) = [r for r in app.hot["GET"] if r.path.endswith("/queue")]
+        quick = route.quick
+        assert quick is not None
+        taken: list[bool] = []
+
+        def spy(scope: Any) -> Any:
+            answer = quick(scope)
+            taken.append(answer is not None)
+            return answer
+
+        app.hot["GET"] = tuple(dataclasses.replace(r, quick=spy) if r.path == route.path
+                               else r for r in app.hot["GET"])
+        edge = app.state.edge
+        url = f"/api/events/{event_id}/queue"
+        async with api.client(bob, admit=False) as b:
+            bobs = (await b.post(url)).json()["ticket"]
+        async with api.client(alice, admit=False) as c:
+            assert (await c.post(url)).status_code == 200
+            before = len(edge.visitors)
+            first = await c.get(url)
+            assert len(edge.visitors) == before + 1  # remembered by its headers
+            again = await c.get(url)
+            assert len(edge.visitors) == before + 1  # the same headers: looked up
+            assert first.json() == again.json() and again.json()["place"] == 2
+            stolen = await c.get(url, headers={"Queue-Ticket": bobs})
+            assert stolen.json()["code"] == "not_in_queue"  # as poll says it
+            assert len(edge.visitors) == before + 1  # not remembered: not alice's ticket
+            app.state.shared.sessions.codec.max_age = 0  # every session now too old
+            aged = await c.get(url)
+            assert aged.status_code == 401
+        assert taken == [True, True, False, False]
