@@ -97,7 +97,9 @@ class View:
 
     def response(self) -> Response:
         settings = self.edge.settings
-        unchanged = self.presented.token is not None and self.presented.ticket == self.ticket
+        presented = self.presented  # a poll's ticket is the very one it presented
+        unchanged = presented.token is not None and (presented.ticket is self.ticket
+                                                     or presented.ticket == self.ticket)
         if self.drop_ticket:
             self.body["ticket"] = None
         else:  # a poll echoes the ticket it was shown: no signing on the hot path

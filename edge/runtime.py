@@ -5,6 +5,7 @@ writer. The admitter is built beside them, by ``edge.tier.running_edge``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
@@ -71,7 +72,7 @@ class Edge:
     # cookies and two memos (about 1 KiB an entry with a few cookies).
     visitors: Memo = field(default_factory=lambda: Memo(32_768))
 
-    @property
+    @functools.cached_property
     def longest_poll(self) -> int:
         """Far-back visitors poll less often, but well within the abandon grace."""
         return max(self.settings.queue_poll_seconds,
