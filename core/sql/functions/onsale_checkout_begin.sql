@@ -78,10 +78,7 @@ BEGIN
     END IF;
 
     SELECT e.max_tickets_per_account INTO v_max FROM events e WHERE e.event_id = v_event;
-    SELECT coalesce(sum(h.seat_count), 0) INTO v_owned FROM holds h
-    WHERE h.event_id = v_event AND h.account_id = p_account_id
-      AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-           OR (h.status = 'HELD' AND h.expires_at > now()));
+    v_owned := onsale_owned(v_event, p_account_id);
     IF v_owned > v_max THEN
         RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
             DETAIL = jsonb_build_object('limit', v_max, 'owned', v_owned, 'requested', 0)::text;

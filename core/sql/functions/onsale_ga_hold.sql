@@ -82,11 +82,7 @@ BEGIN
         RETURN;
     END IF;
     IF v_tier.max_per_account IS NOT NULL THEN
-        SELECT coalesce(sum(h.seat_count), 0) INTO v_owned FROM holds h
-        WHERE h.event_id = p_event_id AND h.account_id = p_account_id
-          AND h.ga_tier_id = p_tier_id
-          AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-               OR (h.status = 'HELD' AND h.expires_at > now()));
+        v_owned := onsale_owned(p_event_id, p_account_id, p_tier_id);
         IF v_owned + p_quantity > v_tier.max_per_account THEN
             RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
                 DETAIL = jsonb_build_object('limit', v_tier.max_per_account, 'owned', v_owned,

@@ -121,11 +121,7 @@ BEGIN
         -- its idempotency_conflict (the hold's insert would fail the whole batch).
         CONTINUE WHEN EXISTS (SELECT 1 FROM holds h WHERE h.account_id = p_accounts[k]
                                                       AND h.idempotency_key = p_keys[k]);
-        SELECT coalesce(sum(h.seat_count), 0) INTO v_owned
-        FROM holds h
-        WHERE h.event_id = p_event_id AND h.account_id = p_accounts[k]
-          AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-               OR (h.status = 'HELD' AND h.expires_at > now()));
+        v_owned := onsale_owned(p_event_id, p_accounts[k]);
         IF v_owned + p_quantities[k] > v_event.max_tickets_per_account THEN
             v_status[k] := 409;
             v_body[k] := jsonb_build_object('code', 'ticket_limit_exceeded',
@@ -134,11 +130,7 @@ BEGIN
             CONTINUE;
         END IF;
         IF v_tier.max_per_account IS NOT NULL THEN
-            SELECT coalesce(sum(h.seat_count), 0) INTO v_owned FROM holds h
-            WHERE h.event_id = p_event_id AND h.account_id = p_accounts[k]
-              AND h.ga_tier_id = p_tier_id
-              AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-                   OR (h.status = 'HELD' AND h.expires_at > now()));
+            v_owned := onsale_owned(p_event_id, p_accounts[k], p_tier_id);
             IF v_owned + p_quantities[k] > v_tier.max_per_account THEN
                 v_status[k] := 409;
                 v_body[k] := jsonb_build_object('code', 'ticket_limit_exceeded',

@@ -146,11 +146,7 @@ BEGIN
         -- its idempotency_conflict (the hold's insert would fail the whole batch).
         CONTINUE WHEN EXISTS (SELECT 1 FROM holds h WHERE h.account_id = p_accounts[k]
                                                       AND h.idempotency_key = p_keys[k]);
-        SELECT coalesce(sum(h.seat_count), 0) INTO v_owned
-        FROM holds h
-        WHERE h.event_id = p_event_id AND h.account_id = p_accounts[k]
-          AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-               OR (h.status = 'HELD' AND h.expires_at > now()));
+        v_owned := onsale_owned(p_event_id, p_accounts[k]);
         IF v_owned + (v_to[k] - v_from[k] + 1) > v_event.max_tickets_per_account THEN
             -- Its answer unless a seat of it goes to an element before it: alone,
             -- after that one, it would fail fast on the seat before the limit.

@@ -19,11 +19,7 @@ BEGIN
     IF v_replay IS NOT NULL THEN
         RETURN v_replay || '{"replayed": true}';
     END IF;
-    SELECT coalesce(sum(h.seat_count), 0) INTO v_current
-    FROM holds h
-    WHERE h.event_id = p_event_id AND h.account_id = p_account_id
-      AND (h.status IN ('PAYMENT_PENDING', 'CONFIRMED')
-           OR (h.status = 'HELD' AND h.expires_at > now()));
+    v_current := onsale_owned(p_event_id, p_account_id);
     IF v_current + p_quantity > p_max THEN
         RAISE EXCEPTION USING ERRCODE = 'OS409', MESSAGE = 'ticket_limit_exceeded',
             DETAIL = jsonb_build_object('limit', p_max, 'owned', v_current,
