@@ -15,21 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
+import logging
 from collections.abc import Iterator
 
 WAIT_SECONDS = 2.0  # well inside a provider's webhook timeout (Stripe: 10 s or more)
+log = logging.getLogger("onsale.payments")
 
 
 class InFlight:
     def __init__(self) -> None:
-        self._sends: dict[uuid.UUID, list[asyncio.Future[None]]] = {}
+        # by the authorization's operation id, as its PaymentIntent's metadata says it
+        self._sends: dict[str, list[asyncio.Future[None]]] = {}
 
     def __len__(self) -> int:
         return sum(len(sends) for sends in self._sends.values())
 
     @contextlib.contextmanager
-    def sending(self, authorization: uuid.UUID) -> Iterator[None]:
+    def sending(self, authorization: str) -> Iterator[None]:
         """Around one send and its apply: an authorization, or its capture or void."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._sends.setdefault(authorization, []).append(done)
@@ -42,12 +44,14 @@ class InFlight:
             if not sends:
                 del self._sends[authorization]
 
-    async def settled(self, authorization: uuid.UUID | None,
-                      most: float = WAIT_SECONDS) -> bool:
+    async def settled(self, authorization: str, most: float = WAIT_SECONDS) -> bool:
         """Wait until this process's sends for ``authorization`` are applied, at most
         ``most`` seconds; whether there were any (False: nothing to wait for)."""
-        sends = self._sends.get(authorization) if authorization is not None else None
+        sends = self._sends.get(authorization)
         if not sends:
             return False
-        await asyncio.wait(list(sends), timeout=most)
+        _, pending = await asyncio.wait(list(sends), timeout=most)
+        if pending:  # a slow provider: the delivery goes on, and applies as before
+            log.info("a webhook waited %.1f s for %d send(s) of authorization %s still "
+                     "out; it applies alone", most, len(pending), authorization)
         return True

@@ -127,7 +127,7 @@ class Payments:
 
     async def authorize(self, operation_id: uuid.UUID, order_id: uuid.UUID, amount_minor: int,
                         currency: str, payment_method: str) -> dict[str, Any]:
-        with self.in_flight.sending(operation_id):  # a webhook about it waits for the apply
+        with self.in_flight.sending(str(operation_id)):  # a webhook about it waits for it
             answer = await self.client.authorize(
                 operation_id, order_id, amount_minor, currency, payment_method,
                 f"{self.settings.public_url}/orders/{order_id}")
@@ -163,7 +163,7 @@ class Payments:
         if intent_id is None:
             return None  # nothing known to act on; the reconciler looks it up
         authorization = recorded.authorization_id
-        with (self.in_flight.sending(uuid.UUID(authorization)) if authorization is not None
+        with (self.in_flight.sending(authorization) if authorization is not None
               else contextlib.nullcontext()):
             if kind == CAPTURE:
                 answer = await self.client.capture(operation_id, intent_id)

@@ -112,15 +112,16 @@ async def receive_payment_webhook(request: Request) -> Response:
     db = webhook_shard(request, authorize_id)
     payments = payments.on(db)
     payload = json.loads(raw)
-    # An answer this process is applying right now (the event overtook the API's
-    # response, core/in_flight.py): wait for it, then this delivery is only recorded.
-    await payments.in_flight.settled(authorize_id)
+    outcomes = webhook_outcomes(event_type, intent) if authorize_id is not None else []
+    if outcomes:
+        # An answer this process is applying right now (the event overtook the API's
+        # response, core/in_flight.py): wait for it, then this delivery is only recorded.
+        await payments.in_flight.settled(str(authorize_id))
     async with db.connection() as conn:
         # Most events confirm what a response already applied: find out first,
         # without locks, and only record those (with others: core/webhook_batch.py).
         todo: list[tuple[uuid.UUID, Outcome, Recorded]] = []
         contradicted: list[tuple[uuid.UUID, str, str]] = []
-        outcomes = webhook_outcomes(event_type, intent) if authorize_id is not None else []
         for kind, outcome in outcomes:
             target = await conn.fetchrow(q["webhook_target"], authorize_id, kind)
             if target is None:

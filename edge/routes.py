@@ -47,6 +47,10 @@ from onsale.kernel.timefmt import utc_iso
 
 TICKET_HEADER = "queue-ticket"
 MAX_NAMED_EVENTS = 4096  # events whose cookie names a process keeps (the quick poll)
+# The quick poll remembers a visitor (Edge.visitors) only by headers this short (the
+# Cookie and Queue-Ticket headers together): 32,768 entries stay under about 40 MiB,
+# whatever junk cookies a client adds; a longer header is checked on every poll.
+MAX_REMEMBERED_HEADERS = 1024
 PAUSED_STATES = ("paused", "unhealthy")
 
 
@@ -399,7 +403,8 @@ def quick_poll(scope: Scope) -> Response | None:
         elif name == b"queue-ticket" and header is None:
             header = value
     sessions = state["shared"].sessions
-    visitor = edge.visitors.get((event_id, cookie, header))
+    key = (event_id, cookie, header)
+    visitor = known = edge.visitors.get(key)
     if visitor is None:
         visitor = _visitor(edge, sessions, event_id, cookie, header)
         if visitor is None:
@@ -416,6 +421,8 @@ def quick_poll(scope: Scope) -> Response | None:
             edge.metrics.answered("poll", "rate_limited")
         raise Problem(429, "rate_limited", retry_after=retry_after(wait))
     edge.risk_memory.polled(ref.account)
+    if known is None and len(cookie or b"") + len(header or b"") <= MAX_REMEMBERED_HEADERS:
+        edge.visitors.put(key, visitor)  # within its limits, and not a bloated header
     return _waiting(edge, status, View(edge, config, ticket, Presented(ticket, token),
                                        live=False))
 
@@ -424,7 +431,7 @@ def _visitor(edge: Edge, sessions: Sessions, event_id: int, cookie: bytes | None
              header: bytes | None) -> tuple[SessionRef, int, Ticket, str] | None:
     """A visitor the quick poll has not seen with these headers: the session cookie
     and the ticket (the ``Queue-Ticket`` header, else the event's cookie), both
-    checked, then remembered by the headers (``Edge.visitors``); None: not one."""
+    checked; None: not one."""
     names = edge.cookie_names.get(event_id)
     if names is None:
         if len(edge.cookie_names) >= MAX_NAMED_EVENTS:
@@ -442,9 +449,7 @@ def _visitor(edge: Edge, sessions: Sessions, event_id: int, cookie: bytes | None
     ticket = edge.tickets.read(token, event_id, ref.account)
     if ticket is None or token is None:
         return None
-    visitor = (ref, signed_at, ticket, token)
-    edge.visitors.put((event_id, cookie, header), visitor)
-    return visitor
+    return ref, signed_at, ticket, token
 
 
 async def queue(request: Request) -> Response:

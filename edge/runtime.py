@@ -69,7 +69,8 @@ class Edge:
     # The quick poll's visitors: (event, raw Cookie header, raw Queue-Ticket header) ->
     # (session, when it was signed, ticket, ticket token), both signatures checked. A
     # browser sends the same header with every poll: one lookup instead of reading two
-    # cookies and two memos (about 1 KiB an entry with a few cookies).
+    # cookies and two memos (at most about 1.2 KiB an entry: edge.routes
+    # MAX_REMEMBERED_HEADERS).
     visitors: Memo = field(default_factory=lambda: Memo(32_768))
 
     @functools.cached_property

@@ -78,6 +78,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     f"{FUNCTIONS}/onsale_hold_commit.sql": _HOLDS,
     f"{FUNCTIONS}/onsale_hold_limit.sql": (f"{IT}/test_hold_limits.py", *_HOLDS[:2]),
     f"{FUNCTIONS}/onsale_owned.sql": (f"{IT}/test_hold_limits.py", f"{IT}/test_seat_batch.py",
+                                      f"{IT}/test_checkout_function_paths.py",
                                       f"{IT}/test_ga_holds.py", f"{IT}/test_ga_batch.py"),
     f"{FUNCTIONS}/onsale_hold_prelude.sql": _HOLDS,
     f"{FUNCTIONS}/onsale_release.sql": (f"{IT}/test_release.py", f"{IT}/test_hold_neighbours.py",

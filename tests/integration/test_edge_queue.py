@@ -268,7 +268,8 @@ async def test_the_quick_poll_remembers_a_visitor_by_its_headers_and_judges_each
         conn: Any) -> None:
     """The quick poll remembers a visitor by the raw headers it sent (``Edge.visitors``):
     the same headers again are one lookup, other headers are checked afresh (another's
-    ticket is not this visitor's), and the session's age is judged on every poll."""
+    ticket is not this visitor's), a bloated header is answered but not remembered, and
+    the session's age is judged on every poll."""
     import dataclasses
 
     async with edge_api(db_url, valkey.url) as api:
@@ -299,10 +300,14 @@ async def test_the_quick_poll_remembers_a_visitor_by_its_headers_and_judges_each
             again = await c.get(url)
             assert len(edge.visitors) == before + 1  # the same headers: looked up
             assert first.json() == again.json() and again.json()["place"] == 2
+            c.cookies.set("junk", "x" * 1100)  # a bloated Cookie header: answered, not kept
+            bloated = await c.get(url)
+            assert bloated.json() == again.json() and len(edge.visitors) == before + 1
+            c.cookies.delete("junk")
             stolen = await c.get(url, headers={"Queue-Ticket": bobs})
             assert stolen.json()["code"] == "not_in_queue"  # as poll says it
             assert len(edge.visitors) == before + 1  # not remembered: not alice's ticket
             app.state.shared.sessions.codec.max_age = 0  # every session now too old
             aged = await c.get(url)
             assert aged.status_code == 401
-        assert taken == [True, True, False, False]
+        assert taken == [True, True, True, False, False]

@@ -8,6 +8,7 @@
 -- send; a replay (same key, same body) returns what the first request
 -- created. A GA hold's places are checked the same way (ga_hold_places,
 -- at the tier's current price); they stay counted as held while in payment.
+-- requires: onsale_owned
 
 CREATE OR REPLACE FUNCTION onsale_checkout_begin(
     p_hold_id uuid, p_account_id uuid, p_key text, p_digest text, p_payment_method text,

@@ -9,7 +9,7 @@
 -- first (onsale_hold_limit), then the stripes (onsale_ga_take; p_spread: see
 -- there). status_code 0: nothing written, run the statement again with
 -- p_spread true.
--- requires: onsale_ga_take, onsale_ga_short, onsale_hold_limit
+-- requires: onsale_ga_take, onsale_ga_short, onsale_hold_limit, onsale_owned
 
 CREATE OR REPLACE FUNCTION onsale_ga_hold(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text, p_tier_id smallint,

@@ -21,7 +21,7 @@
 -- and holds in (account, key) order, as two batches on two events could
 -- otherwise each wait for the other's key row). All or nothing for the batch:
 -- any error leaves nothing, and the caller runs every element alone.
--- requires: onsale_ga_short
+-- requires: onsale_ga_short, onsale_owned
 
 CREATE OR REPLACE FUNCTION onsale_ga_hold_batch(
     p_event_id bigint, p_tier_id smallint, p_accounts uuid[], p_keys text[],

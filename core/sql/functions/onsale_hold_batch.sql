@@ -29,7 +29,7 @@
 --      wait for the other's key row).
 -- All or nothing for the batch: any error leaves nothing, and the caller runs
 -- every element alone.
--- requires: onsale_hold_commit
+-- requires: onsale_hold_commit, onsale_owned
 
 CREATE OR REPLACE FUNCTION onsale_hold_batch(
     p_event_id bigint, p_accounts uuid[], p_keys text[], p_digests text[],

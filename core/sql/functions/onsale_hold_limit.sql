@@ -5,6 +5,7 @@
 -- same key may have committed while we waited for the lock: its response is
 -- returned (to be replayed) instead of counting its seats against us.
 -- Called by onsale_hold and onsale_hold_best.
+-- requires: onsale_owned
 
 CREATE OR REPLACE FUNCTION onsale_hold_limit(
     p_event_id bigint, p_account_id uuid, p_key text, p_digest text,

@@ -4,9 +4,8 @@
 --   AUTHORIZE: UNKNOWN, REQUIRES_ACTION, AUTHORIZED, DECLINED, NO_AUTHORIZATION
 --   CAPTURE:   UNKNOWN, CAPTURED, CAPTURE_FAILED
 --   VOID:      UNKNOWN, VOIDED, VOID_FAILED
--- Returns {applied, mismatch, order_id, order_status, payment_status, follow_up,
--- order} where follow_up names an operation the caller must send now (CAPTURE or
--- VOID) and order (an authorization's answer only) the order's other fields.
+-- Returns {applied, mismatch, order_id, order_status, payment_status, follow_up, order}:
+-- follow_up names an operation to send now (CAPTURE or VOID); order: see its RETURN.
 --
 -- State only moves forward: a definitive operation never changes again.
 --   * An authorization sells the seats in one transaction (SOLD, CONFIRMED,
@@ -356,11 +355,11 @@ BEGIN
             jsonb_build_object('operation_id', v_follow, 'kind', v_follow_kind,
                                'provider_ref', coalesce(p_provider_ref, v_op.provider_ref))
             END,
-        -- After an authorization's answer: the order's other fields as this
-        -- transaction left them (no next action, no ticket can exist yet when it
-        -- applied), so a checkout answers without reading the order again
-        -- (core/read_model.py checkout_order_json).
-        'order', CASE WHEN v_op.kind = 'AUTHORIZE' THEN jsonb_build_object(
+        -- After an answer about the order's newest authorization: the order's
+        -- other fields as this transaction left them (no next action, no ticket
+        -- can exist yet when it applied), so a checkout answers without reading
+        -- the order again (core/read_model.py checkout_order_json).
+        'order', CASE WHEN v_op.kind = 'AUTHORIZE' AND NOT v_superseded THEN jsonb_build_object(
             'hold_id', v_hold.hold_id, 'event_id', v_hold.event_id,
             'amount_minor', v_order.amount_minor, 'currency', v_order.currency,
             'seats', v_hold.seats, 'ga', v_hold.ga, 'cancel_reason', v_order.cancel_reason,
