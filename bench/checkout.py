@@ -11,7 +11,7 @@ directory with the per-address throttles raised, as bench/holds.py does; a serve
 given with ``--url`` must have them raised (docs/benchmarks.md).
 
 Each worker loops: hold 1-2 free seats, check out with the approving test card
-(authorize -> sale -> capture, all inside the request), reads the order back
+(authorize -> sale -> the answer; the capture follows from the server), reads the order back
 (GET /api/orders/{id}, as the order page polls it), and records the latency
 of each step. Shoppers are spread so that none passes the event's ticket limit
 (100 each: the run stops early, and says so, when every account's allowance or the
