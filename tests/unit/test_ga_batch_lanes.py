@@ -17,7 +17,7 @@ import pytest
 
 from onsale.core.ga_batch import GABatcher
 from onsale.core.metrics import Metrics
-from onsale.kernel.problems import Problem
+from onsale.kernel.problems import RESUMING, Problem
 
 A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -123,6 +123,28 @@ async def test_a_failed_batch_is_counted_by_its_sqlstate_and_each_runs_alone(
     assert rows == [None, None]  # each then runs alone (create_batched_hold)
     assert metrics.registry.get_sample_value(
         "onsale_ga_batch_failures_total", {"sqlstate": label}) == 1
+
+
+async def test_a_batch_a_resuming_shard_refuses_answers_each_503_resuming() -> None:
+    """OS503: the shard is resuming after a failover (core/failover.py). Every element
+    gets the 503 the one-hold path gives (``resuming``: a client retries later), and none
+    runs alone against a shard that refuses them all."""
+    refusal = asyncpg.PostgresError("resuming")
+    refusal.sqlstate = "OS503"
+    db = _Db(refusal)
+    db.gate.set()
+    metrics = Metrics()
+    batcher = _batcher(db, metrics, max_batch=4)
+    answers = await asyncio.gather(batcher.hold(1, 1, A, "k1", "d", 1),
+                                   batcher.hold(1, 1, B, "k2", "d", 1),
+                                   return_exceptions=True)
+    for problem in answers:
+        assert isinstance(problem, Problem)
+        assert (problem.status, problem.code, problem.detail, problem.extra) == \
+            (503, "inventory_unavailable", RESUMING, {"resuming": True})
+    assert db.sent == 1  # one batch, and nothing alone
+    assert metrics.registry.get_sample_value(
+        "onsale_ga_batch_failures_total", {"sqlstate": "OS503"}) is None  # not a failure
 
 
 async def test_a_lane_sends_to_the_database_its_first_request_named() -> None:
