@@ -112,6 +112,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
                            "tests/unit/test_ga_batch_lanes.py", f"{IT}/test_ga_batch.py",
                            f"{IT}/test_seat_batch.py"),
     f"{FUNCTIONS}/onsale_hold_batch.sql": (f"{IT}/test_seat_batch.py", *_HOLDS[:2]),
+    "core/in_flight.py": ("tests/unit/test_in_flight.py", f"{IT}/test_checkout.py"),
 }
 
 # A state literal and the neighbour it is swapped for (a plausible slip).
