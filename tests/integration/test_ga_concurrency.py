@@ -147,11 +147,11 @@ async def test_holds_expiries_releases_checkouts_and_rebalances_interleave(
                 continue
             counts["held"] += 1
             hold_id = uuid.UUID(outcome.body["hold_id"])
-            choice = rng.random()
-            if choice < 0.3:
+            turn = counts["held"] % 3  # each end in turn (timing random): every run has all
+            if turn == 1:
                 await c.execute(q["release_hold"], hold_id, account)
                 counts["released"] += 1
-            elif choice < 0.6:
+            elif turn == 2:
                 await asyncio.sleep(rng.random() * 0.4)
                 if await _checkout(c, hold_id, account):
                     counts["sold"] += 1
